@@ -20,8 +20,7 @@ __all__ = ["main"]
 
 def _cmd_eval(args: argparse.Namespace) -> None:
     from probrank.data import Qrels, Run
-    from probrank.evaluation import DEFAULT_MEASURES, compare, parse_measures
-    from probrank.evaluation.measures import per_query_values
+    from probrank.evaluation import DEFAULT_MEASURES, Evaluator, compare
 
     qrels = Qrels.read(args.qrels)
     runs = [Run.read(p) for p in args.runs]
@@ -36,30 +35,21 @@ def _cmd_eval(args: argparse.Namespace) -> None:
         else:
             print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
         return
-    summation = {name for name, m in parse_measures(measures) if _is_sum(m)}
+    evaluator = Evaluator(qrels, measures, **options)
+    summation = {name for name, m in evaluator.measures if _is_sum(m)}
     output: dict[str, dict] = {}
     for run in runs:
-        values, parsed = per_query_values(qrels, run, measures, **options)
-        names = [n for n, _ in parsed]
-        totals = {}
-        for name, measure in parsed:
-            aggregator = measure.aggregator()
-            for row in values.values():
-                aggregator.add(row[name])
-            totals[name] = float(aggregator.result())
+        values = evaluator.per_query(run)
+        totals = evaluator.aggregate(values)
         if args.json:
-            output[run.name] = (
-                {**{q: row for q, row in values.items()}, "all": totals}
-                if args.per_query
-                else totals
-            )
+            output[run.name] = {**values, "all": totals} if args.per_query else totals
             continue
         print(f"{'runid':<22}\tall\t{run.tag}")
         if args.per_query:
             for qid, row in values.items():
-                for name in names:
+                for name in evaluator.names:
                     print(_line(name, qid, row[name], name in summation))
-        for name in names:
+        for name in evaluator.names:
             print(_line(name, "all", totals[name], name in summation))
     if args.json:
         print(json.dumps(output, indent=2))

@@ -28,8 +28,9 @@ class RankingBatch:
         mask: `num_queries x depth` bool, True for real candidates.
         num_relevant: `num_queries` documents with grade >= ``relevance_level`` in the qrels
             (not only among the candidates): recall and AP denominators.
-        ideal_gains: `num_queries x depth` the query's judged grades (clamped at 0), sorted
-            descending: the ideal ranking for nDCG.
+        ideal_gains: `num_queries x max_depth` the query's judged grades (clamped at 0), sorted
+            descending: the ideal ranking for nDCG@k up to the requested depth, which can be
+            wider than the candidate lists.
         relevance_level: The grade from which a document counts as relevant (trec_eval ``-l``).
     """
 
@@ -76,7 +77,8 @@ class RankingBatch:
             dtype: Floating dtype of ``scores``, ``gains`` and ``ideal_gains``.
 
         Returns:
-            The batch, with tensors of shape `num_queries x width`.
+            The batch: candidate tensors of shape `num_queries x width`, ``ideal_gains`` of
+            shape `num_queries x depth`.
         """
         if depth < 1:
             raise InputDataError(f"depth must be a positive integer, got {depth}")
@@ -91,7 +93,7 @@ class RankingBatch:
         n = len(query_ids)
         scores = torch.zeros(n, width, dtype=dtype)
         gains = torch.zeros(n, width, dtype=dtype)
-        ideal = torch.zeros(n, width, dtype=dtype)
+        ideal = torch.zeros(n, depth, dtype=dtype)
         mask = torch.zeros(n, width, dtype=torch.bool)
         num_relevant = torch.zeros(n, dtype=torch.long)
         for i, (qid, ranking) in enumerate(zip(query_ids, rankings, strict=True)):
@@ -104,7 +106,7 @@ class RankingBatch:
             gains[i, :length] = torch.tensor(
                 [max(grades.get(d, 0), 0) for d, _ in ranking], dtype=dtype
             )
-            best = sorted((max(g, 0) for g in grades.values()), reverse=True)[:width]
+            best = sorted((max(g, 0) for g in grades.values()), reverse=True)[:depth]
             ideal[i, : len(best)] = torch.tensor(best, dtype=dtype)
             num_relevant[i] = sum(1 for g in grades.values() if g >= relevance_level)
         return cls(

@@ -12,6 +12,7 @@ from probrank.evaluation.calibration import (
 )
 from probrank.evaluation.measures import (
     DEFAULT_MEASURES,
+    Evaluator,
     evaluate,
     evaluate_per_query,
     parse_measures,
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_MEASURES",
     "CalibrationKind",
     "Correction",
+    "Evaluator",
     "ReliabilityCurve",
     "SignificanceTest",
     "average_precision",

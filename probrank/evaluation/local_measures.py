@@ -1,4 +1,4 @@
-"""The two measures probrank computes itself instead of through an ir-measures backend.
+"""The three measures probrank computes itself instead of through an ir-measures backend.
 
 * ``NumRel``: a count over the qrels. ir-measures' pytrec_eval provider can only pass relevance
   level 1 to it, but trec_eval's ``-l`` changes it.
@@ -9,6 +9,10 @@
   ``rbp``: documents in trec_eval order, gain = grade / the query's highest grade (graded, and
   unaffected by ``-l``); with ``rel=L`` in the name, gain = 1 for grade >= L, else 0.
   trec_eval's own ``rbp`` line is ``RBP(p=0.9)``.
+* ``Judged@k``: ir-measures' ``judged`` provider breaks score ties by docno ascending and counts
+  every qrels line as judged; trec_eval breaks ties by docno descending and treats a negative
+  grade as "not in the pool" (unjudged). Here ``Judged@k`` = 1 - trec_eval's ``unj_k``: the
+  fraction of the top min(k, retrieved) documents (trec_eval order) with a grade >= 0.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from ir_measures.providers.base import NOT_PROVIDED
 
 from probrank.data.trec import trec_order
 
-__all__ = ["LOCAL_MEASURES", "num_rel", "rank_biased_precision"]
+__all__ = ["LOCAL_MEASURES", "judged_at_k", "num_rel", "rank_biased_precision"]
 
 
 def num_rel(judged: dict[str, int], scores: dict[str, float] | None, measure: Measure) -> float:
@@ -64,9 +68,21 @@ def rank_biased_precision(
     return total
 
 
+def judged_at_k(judged: dict[str, int], scores: dict[str, float] | None, measure: Measure) -> float:
+    """Fraction of the top k documents judged with a non-negative grade (0 for no ranking)."""
+    if not scores:
+        return 0.0
+    cutoff = measure.params.get("cutoff", NOT_PROVIDED)
+    ranking = trec_order(scores)
+    if cutoff is not NOT_PROVIDED:
+        ranking = ranking[: int(cutoff)]
+    return sum(1 for doc, _ in ranking if judged.get(doc, -1) >= 0) / len(ranking)
+
+
 LOCAL_MEASURES: dict[str, Callable[[dict[str, int], dict[str, float] | None, Measure], float]] = {
     "NumRel": num_rel,
     "RBP": rank_biased_precision,
+    "Judged": judged_at_k,
 }
 """Measure NAME -> ``fn(judgements, scores or None, measure) -> value`` for one query."""
 

@@ -1,8 +1,7 @@
 """trec_eval-exact evaluation through ir-measures (pytrec_eval backend).
 
 Measures are named in ir-measures syntax (``AP``, ``nDCG@10``, ``P(rel=2)@10``, ``RBP(p=0.8)``).
-pytrec_eval (trec_eval's own C code) computes every measure it supports; ``Judged@k`` comes from
-ir-measures' own ``judged`` provider and ``RBP`` from trectools, since trec_eval has neither.
+pytrec_eval (trec_eval's own C code) computes every measure it supports.
 
 trec_eval's options map to keyword arguments:
 
@@ -11,15 +10,18 @@ trec_eval's options map to keyword arguments:
   scored as an empty ranking (0 for every measure but ``NumRel``, which comes from the qrels).
 * ``-M DEPTH`` -> ``depth``: each query's ranking is cut at ``depth`` in trec_eval order.
 
-``NumRel`` and ``RBP`` are computed in :mod:`probrank.evaluation.local_measures` (see there
-why); ``RBP`` ignores ``relevance_level`` as trec_eval's ``rbp`` does.
+``NumRel``, ``RBP`` and ``Judged`` are computed in :mod:`probrank.evaluation.local_measures`
+(see there why); ``RBP`` ignores ``relevance_level`` as trec_eval's ``rbp`` does.
+
+Known difference: ``IPrec@r`` is pytrec_eval's, i.e. trec_eval 9's rule; trec_eval 10 counts
+a recall cut-off as reached one relevant document earlier when ``r * num_rel`` is fractional
+(trec_eval's test query 301 at recall 0.1: 0.2096 here, 0.2098 in trec_eval 10).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import ir_measures
 import pandas as pd
@@ -31,6 +33,7 @@ from probrank.exceptions import InputDataError
 
 __all__ = [
     "DEFAULT_MEASURES",
+    "Evaluator",
     "evaluate",
     "evaluate_per_query",
     "parse_measures",
@@ -53,14 +56,8 @@ DEFAULT_MEASURES: tuple[str, ...] = (
 )
 """trec_eval's headline measures plus nDCG@10 and R@100."""
 
-# Providers in order of preference: pytrec_eval is trec_eval itself.
-_PROVIDERS = ("pytrec_eval", "judged", "trectools")
-
-
-@dataclass(frozen=True)
-class _Resolved:
-    name: str
-    measure: Measure
+# Backends, in order of preference: pytrec_eval is trec_eval itself.
+_PROVIDERS = ("pytrec_eval",)
 
 
 def parse_measures(
@@ -84,14 +81,17 @@ def parse_measures(
     for name in names:
         try:
             measure = ir_measures.parse_measure(name)
-        except (ValueError, NameError, SyntaxError, TypeError, KeyError, AttributeError) as exc:
+        except (
+            ValueError,
+            NameError,
+            SyntaxError,
+            TypeError,
+            KeyError,
+            AttributeError,
+            AssertionError,
+        ) as exc:
             raise InputDataError(f"unknown measure {name!r} ({exc})") from None
-        if (
-            relevance_level is not None
-            and "rel" in measure.SUPPORTED_PARAMS
-            and measure.NAME not in IGNORE_RELEVANCE_LEVEL
-            and "rel=" not in name.replace(" ", "")
-        ):
+        if relevance_level is not None and _follows_level(name, measure):
             measure = measure(rel=relevance_level)
         if measure.NAME not in LOCAL_MEASURES:
             _provider_for(measure, name)
@@ -99,6 +99,17 @@ def parse_measures(
     if not parsed:
         raise InputDataError("no measure given")
     return parsed
+
+
+def _follows_level(name: str, measure: Measure) -> bool:
+    """Whether trec_eval's ``-l`` applies: the measure takes ``rel``, the name does not set it,
+    and ``rel`` does not change what is measured (``NumRet(rel=L)`` is NumRelRet in
+    ir-measures, so plain ``NumRet`` keeps counting every retrieved document)."""
+    if "rel" not in measure.SUPPORTED_PARAMS or measure.NAME in IGNORE_RELEVANCE_LEVEL:
+        return False
+    if measure.NAME == "NumRet" and "rel" not in measure.params:
+        return False
+    return "rel=" not in name.replace(" ", "")
 
 
 def _provider_for(measure: Measure, name: str) -> str:
@@ -117,6 +128,103 @@ def _as_run(run: Run | str | os.PathLike[str]) -> Run:
     return run if isinstance(run, Run) else Run.read(run)
 
 
+class Evaluator:
+    """Measures prepared once for one set of judgements, then applied to any number of runs.
+
+    Building pytrec_eval's evaluator parses the qrels; doing that once per qrels and measure set
+    (as ir-measures' ``evaluator`` does) is what keeps evaluating many runs cheap.
+
+    Args:
+        qrels: Judgements (a :class:`Qrels` or a path).
+        measures: ir-measures names.
+        relevance_level: trec_eval ``-l``.
+        all_queries: trec_eval ``-c``.
+        depth: trec_eval ``-M``.
+    """
+
+    def __init__(
+        self,
+        qrels: Qrels | str | os.PathLike[str],
+        measures: Sequence[str] | str = DEFAULT_MEASURES,
+        *,
+        relevance_level: int | None = None,
+        all_queries: bool = False,
+        depth: int | None = None,
+    ):
+        if depth is not None and depth < 1:
+            raise InputDataError(f"depth must be a positive integer, got {depth}")
+        self.qrels = _as_qrels(qrels)
+        self.measures = parse_measures(measures, relevance_level)
+        self.all_queries = all_queries
+        self.depth = depth
+        qrels_dict = self.qrels.as_dict()
+        self._local = [
+            (name, LOCAL_MEASURES[str(m.NAME)], m)
+            for name, m in self.measures
+            if str(m.NAME) in LOCAL_MEASURES
+        ]
+        by_provider: dict[str, dict[Measure, list[str]]] = {}
+        for name, measure in self.measures:
+            if str(measure.NAME) not in LOCAL_MEASURES:
+                names = by_provider.setdefault(_provider_for(measure, name), {})
+                names.setdefault(measure, []).append(name)
+        self._backends = [
+            (ir_measures.providers.registry[p].evaluator(list(names), qrels_dict), names)
+            for p, names in by_provider.items()
+        ]
+
+    @property
+    def names(self) -> list[str]:
+        """The measure names, in the order given."""
+        return [name for name, _ in self.measures]
+
+    def per_query(self, run: Run | str | os.PathLike[str]) -> dict[str, dict[str, float]]:
+        """``{query_id: {measure name: value}}``, queries in the qrels' order."""
+        run = _as_run(run)
+        if self.depth is not None:
+            run = run.truncate(self.depth)
+        qrels_dict, run_dict = self.qrels.as_dict(), run.as_dict()
+        shared = [q for q in qrels_dict if q in run_dict]
+        if not shared and not self.all_queries:
+            raise InputDataError(
+                f"run {run.name!r} and qrels {self.qrels.name!r} share no query "
+                "(trec_eval would stop too)"
+            )
+        # pytrec_eval skips queries the qrels lack; drop them up front for every backend alike.
+        scoped = {q: run_dict[q] for q in shared}
+        values: dict[str, dict[str, float]] = {q: {} for q in shared}
+        for name, local, measure in self._local:
+            for qid in shared:
+                values[qid][name] = local(qrels_dict[qid], scoped[qid], measure)
+        for evaluator, names_of in self._backends:
+            for metric in evaluator.iter_calc(scoped):
+                # ir-measures pads qrels queries the run lacks with a default value (an
+                # implicit -c); trec_eval's default leaves them out, and -c is handled below.
+                row = values.get(metric.query_id)
+                if row is not None:
+                    for name in names_of[metric.measure]:
+                        row[name] = float(metric.value)
+        if self.all_queries:
+            values = {
+                q: values.get(q) or _empty_ranking(qrels_dict[q], self.measures) for q in qrels_dict
+            }
+        return values
+
+    def aggregate(self, values: dict[str, dict[str, float]]) -> dict[str, float]:
+        """trec_eval's ``all`` line from per-query values: counts summed, the rest averaged."""
+        result = {}
+        for name, measure in self.measures:
+            aggregator = measure.aggregator()
+            for row in values.values():
+                aggregator.add(row[name])
+            result[name] = float(aggregator.result())
+        return result
+
+    def __call__(self, run: Run | str | os.PathLike[str]) -> dict[str, float]:
+        """Aggregate measure values of ``run``."""
+        return self.aggregate(self.per_query(run))
+
+
 def per_query_values(
     qrels: Qrels | str | os.PathLike[str],
     run: Run | str | os.PathLike[str],
@@ -130,44 +238,10 @@ def per_query_values(
 
     Arguments are those of :func:`evaluate`. Queries come in the qrels' order.
     """
-    qrels, run = _as_qrels(qrels), _as_run(run)
-    parsed = parse_measures(measures, relevance_level)
-    if depth is not None:
-        run = run.truncate(depth)
-    qrels_dict, run_dict = qrels.as_dict(), run.as_dict()
-    shared = [q for q in qrels_dict if q in run_dict]
-    if not shared and not all_queries:
-        raise InputDataError(
-            f"run {run.name!r} and qrels {qrels.name!r} share no query (trec_eval would stop too)"
-        )
-    # pytrec_eval skips queries the qrels lack; drop them up front for every provider alike.
-    scoped = {q: run_dict[q] for q in shared}
-    by_provider: dict[str, list[_Resolved]] = {}
-    values: dict[str, dict[str, float]] = {q: {} for q in shared}
-    for name, measure in parsed:
-        local = LOCAL_MEASURES.get(str(measure.NAME))
-        if local is not None:
-            for qid in shared:
-                values[qid][name] = local(qrels_dict[qid], scoped[qid], measure)
-            continue
-        by_provider.setdefault(_provider_for(measure, name), []).append(_Resolved(name, measure))
-    for provider_name, resolved in by_provider.items():
-        provider = ir_measures.providers.registry[provider_name]
-        unique = list(dict.fromkeys(r.measure for r in resolved))
-        names_of: dict[Measure, list[str]] = {}
-        for r in resolved:
-            names_of.setdefault(r.measure, []).append(r.name)
-        evaluator = provider.evaluator(unique, qrels_dict)
-        for metric in evaluator.iter_calc(scoped):
-            if metric.query_id in values:
-                for name in names_of[metric.measure]:
-                    values[metric.query_id][name] = float(metric.value)
-    for qid in shared:  # providers omit nothing in practice; make absence explicit anyway
-        for name, _ in parsed:
-            values[qid].setdefault(name, 0.0)
-    if all_queries:
-        values = {q: values.get(q) or _empty_ranking(qrels_dict[q], parsed) for q in qrels_dict}
-    return values, parsed
+    evaluator = Evaluator(
+        qrels, measures, relevance_level=relevance_level, all_queries=all_queries, depth=depth
+    )
+    return evaluator.per_query(run), evaluator.measures
 
 
 def _empty_ranking(judged: dict[str, int], parsed: list[tuple[str, Measure]]) -> dict[str, float]:
@@ -195,6 +269,8 @@ def evaluate(
 ) -> dict[str, float]:
     """Aggregate measure values of a run, as trec_eval's ``all`` lines.
 
+    To evaluate many runs against the same qrels, build an :class:`Evaluator` once instead.
+
     Args:
         qrels: Judgements (a :class:`Qrels` or a path).
         run: The run (a :class:`Run` or a path).
@@ -207,21 +283,10 @@ def evaluate(
         ``{measure name: value}``; counts (``NumRet``, ``NumRel``, ...) are summed, the rest
         averaged over queries.
     """
-    values, parsed = per_query_values(
-        qrels,
-        run,
-        measures,
-        relevance_level=relevance_level,
-        all_queries=all_queries,
-        depth=depth,
+    evaluator = Evaluator(
+        qrels, measures, relevance_level=relevance_level, all_queries=all_queries, depth=depth
     )
-    result = {}
-    for name, measure in parsed:
-        aggregator = measure.aggregator()
-        for row in values.values():
-            aggregator.add(row[name])
-        result[name] = float(aggregator.result())
-    return result
+    return evaluator(run)
 
 
 def evaluate_per_query(
@@ -237,14 +302,11 @@ def evaluate_per_query(
 
     Arguments are those of :func:`evaluate`.
     """
-    values, parsed = per_query_values(
-        qrels,
-        run,
-        measures,
-        relevance_level=relevance_level,
-        all_queries=all_queries,
-        depth=depth,
+    evaluator = Evaluator(
+        qrels, measures, relevance_level=relevance_level, all_queries=all_queries, depth=depth
     )
-    frame = pd.DataFrame.from_dict(values, orient="index", columns=[n for n, _ in parsed])
+    frame = pd.DataFrame.from_dict(
+        evaluator.per_query(run), orient="index", columns=evaluator.names
+    )
     frame.index.name = "query_id"
     return frame

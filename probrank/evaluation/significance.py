@@ -17,7 +17,7 @@ from scipy import stats
 
 from probrank._options import parse_enum
 from probrank.data.trec import Qrels, Run
-from probrank.evaluation.measures import DEFAULT_MEASURES, per_query_values
+from probrank.evaluation.measures import DEFAULT_MEASURES, Evaluator
 from probrank.exceptions import InputDataError
 
 __all__ = ["Correction", "SignificanceTest", "adjust_pvalues", "compare", "paired_test"]
@@ -144,19 +144,11 @@ def compare(
     names = [r.name for r in loaded]
     if len(set(names)) != len(names):
         raise InputDataError(f"runs must have distinct names, got {names}")
-    tables = []
-    parsed_names: list[str] = []
-    for run in loaded:
-        values, parsed = per_query_values(
-            qrels,
-            run,
-            measures,
-            relevance_level=relevance_level,
-            all_queries=all_queries,
-            depth=depth,
-        )
-        parsed_names = [n for n, _ in parsed]
-        tables.append(values)
+    evaluator = Evaluator(
+        qrels, measures, relevance_level=relevance_level, all_queries=all_queries, depth=depth
+    )
+    tables = [evaluator.per_query(run) for run in loaded]
+    parsed_names = evaluator.names
     common = [q for q in tables[0] if all(q in t for t in tables[1:])]
     if not common:
         raise InputDataError("the runs share no evaluated query")

@@ -1,0 +1,1 @@
+"""Dataset loaders: real public data sets (read in place) and generated defaults."""
