@@ -1,0 +1,79 @@
+"""MedQuAD: 47k medical question-answer pairs from 12 NIH sources, one XML file per document.
+
+Answers of the A.D.A.M., MedlinePlus drugs and herbs folders were removed for copyright; such
+pairs are skipped unless ``include_empty_answers=True``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from probrank.data.datasets._xml import parse_xml
+from probrank.exceptions import InputDataError
+
+__all__ = ["MedQuADPair", "read_medquad"]
+
+
+@dataclass(frozen=True)
+class MedQuADPair:
+    """One question-answer pair and the document it comes from."""
+
+    qid: str
+    question: str
+    answer: str
+    qtype: str
+    focus: str
+    source: str
+    url: str
+
+
+def read_medquad(
+    root: str | os.PathLike[str],
+    *,
+    include_empty_answers: bool = False,
+    progress: bool = True,
+) -> list[MedQuADPair]:
+    """Read every ``*.xml`` document under ``root`` (sorted by path, so the order is stable).
+
+    Raises:
+        InputDataError: no XML file under ``root``, or a malformed document (named).
+    """
+    root = Path(root)
+    files = sorted(root.rglob("*.xml"))
+    if not files:
+        raise InputDataError("no MedQuAD XML documents found", path=root)
+    pairs = []
+    for path in tqdm(files, desc="MedQuAD", unit="doc", disable=not progress, leave=False):
+        document = parse_xml(path)
+        focus_element = document.find("Focus")
+        focus = (focus_element.text or "").strip() if focus_element is not None else ""
+        for pair in document.iter("QAPair"):
+            question = pair.find("Question")
+            if question is None or not (question.text or "").strip():
+                raise InputDataError(
+                    f'<QAPair pid="{pair.get("pid")}"> has no <Question>', path=path
+                )
+            answer_element = pair.find("Answer")
+            answer = (
+                " ".join("".join(answer_element.itertext()).split())
+                if answer_element is not None
+                else ""
+            )
+            if not answer and not include_empty_answers:
+                continue
+            pairs.append(
+                MedQuADPair(
+                    qid=question.get("qid", ""),
+                    question=" ".join((question.text or "").split()),
+                    answer=answer,
+                    qtype=question.get("qtype", ""),
+                    focus=focus,
+                    source=document.get("source", ""),
+                    url=document.get("url", ""),
+                )
+            )
+    return pairs
