@@ -1,0 +1,200 @@
+"""Wall time of probrank's unsupervised fusion against ``ranx.fuse``, and of QLFusion's CV.
+
+On the six Robust03 runs with the highest MAP (the QLFusion experiments' input), top 100 per
+list, min-max normalisation, in one process:
+
+* probrank ``fuse(runs, method, depth=100)`` on the full runs (the cut is part of the work) and
+  on runs already cut at 100 (the same input ranx gets);
+* ``ranx.fuse`` on the runs cut at 100 (ranx has no depth option): its first call (numba JIT
+  compilation or cache load) and its steady state, plus the time to build ranx ``Run`` objects;
+* META has no ranx counterpart;
+* if ``probrank.experiments.qlfusion`` and ``models/qlfusion/robust03.toml`` exist, the full
+  10-fold cross-validation through ``probrank.experiments.run_experiment(config, seeds=1)``.
+
+Steady-state times are medians over ``--repeats`` calls. Prints a table, then one JSON object.
+Run: ``.venv/bin/python benchmarks/fusion_speed.py [--repeats 5] [--skip-cv]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+from probrank.data import Run, shared_data_dir
+from probrank.exceptions import ConvergenceWarning
+from probrank.fusion import fuse
+
+RUNS = ["pircRBa1", "aplrob03a", "uwmtCR0", "VTcdhgp1", "THUIRr0301", "fub03IeOLKe3"]
+DEPTH = 100
+METHODS = {"combsum": "sum", "combmnz": "mnz", "combmax": "max", "rrf": "rrf", "meta": None}
+CONFIG = Path(__file__).resolve().parents[1] / "models" / "qlfusion" / "robust03.toml"
+
+
+def _median_time(fn: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _max_abs_difference(ours: Run, theirs: dict[str, dict[str, float]]) -> float:
+    worst = 0.0
+    for qid, docs in ours.as_dict().items():
+        other = theirs.get(qid, {})
+        if set(docs) != set(other):
+            return float("inf")
+        worst = max([worst, *(abs(s - other[d]) for d, s in docs.items())])
+    return worst
+
+
+def _time_ranx(cut: list[Run], repeats: int) -> tuple[dict, dict[str, dict]]:
+    try:
+        import ranx
+    except ImportError:
+        return {"available": False}, {}
+    start = time.perf_counter()
+    ranx_runs = [ranx.Run(r.to_dict(), name=r.name) for r in cut]
+    build = time.perf_counter() - start
+    results: dict[str, dict] = {}
+    for method, ranx_method in METHODS.items():
+        if ranx_method is None:
+            continue
+        norm = None if method == "rrf" else "min-max"
+
+        def call(ranx_method: str = ranx_method, norm: str | None = norm) -> object:
+            return ranx.fuse(ranx_runs, norm=norm, method=ranx_method)
+
+        start = time.perf_counter()
+        fused = call()
+        first = time.perf_counter() - start
+        results[method] = {
+            "first_s": first,
+            "steady_s": _median_time(call, repeats),
+            "fused": fused.to_dict(),  # type: ignore[attr-defined]
+        }
+    return {
+        "available": True,
+        "version": importlib.metadata.version("ranx"),
+        "build_runs_s": build,
+    }, results
+
+
+def _time_cv() -> dict:
+    if importlib.util.find_spec("probrank.experiments.qlfusion") is None:
+        return {"available": False, "reason": "probrank.experiments.qlfusion does not exist"}
+    if not CONFIG.is_file():
+        return {"available": False, "reason": f"{CONFIG} does not exist"}
+    from probrank.experiments import run_experiment
+
+    start = time.perf_counter()
+    result = run_experiment(CONFIG, seeds=1)
+    wall = time.perf_counter() - start
+    return {
+        "available": True,
+        "config": str(CONFIG),
+        "seeds": 1,
+        "wall_s": wall,
+        "means": json.loads(result.to_json()),
+    }
+
+
+def _cell(row: dict, key: str, spec: str) -> str:
+    return format(row[key], spec) if key in row else "n/a"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--skip-cv", action="store_true", help="do not time the 10-fold CV")
+    args = parser.parse_args()
+
+    load_before = os.getloadavg()
+    folder = shared_data_dir("fusion", "robust03", "runs")
+    start = time.perf_counter()
+    runs = [Run.read(folder / f"input.{name}.gz") for name in RUNS]
+    read_s = time.perf_counter() - start
+    cut = [run.truncate(DEPTH) for run in runs]
+
+    ranx_info, ranx_results = _time_ranx(cut, args.repeats)
+    rows = []
+    for method in METHODS:
+
+        def full(method: str = method) -> Run:
+            return fuse(runs, method, norm="minmax", depth=DEPTH)
+
+        def precut(method: str = method) -> Run:
+            return fuse(cut, method, norm="minmax", depth=None)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            fused = full()
+            row = {
+                "method": method,
+                "probrank_full_s": _median_time(full, args.repeats),
+                "probrank_cut_s": _median_time(precut, args.repeats),
+            }
+        other = ranx_results.get(method)
+        if other is not None:
+            row["ranx_first_s"] = other["first_s"]
+            row["ranx_steady_s"] = other["steady_s"]
+            row["ratio_cut_vs_ranx_steady"] = row["probrank_cut_s"] / other["steady_s"]
+            row["ratio_full_vs_ranx_steady"] = row["probrank_full_s"] / other["steady_s"]
+            row["max_abs_score_difference"] = _max_abs_difference(fused, other["fused"])
+        rows.append(row)
+
+    cv = {"available": False, "reason": "--skip-cv"} if args.skip_cv else _time_cv()
+
+    print(f"Robust03, {len(runs)} runs, depth {DEPTH}, min-max; median of {args.repeats} calls")
+    load_after = os.getloadavg()
+    print(
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}; reading runs {read_s:.2f} s; "
+        f"1-min load average {load_before[0]:.1f} before, {load_after[0]:.1f} after"
+    )
+    header = (
+        f"{'method':<8} {'probrank full':>13} {'probrank cut':>12} {'ranx first':>10} "
+        f"{'ranx steady':>11} {'cut/ranx':>8} {'max|diff|':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        print(
+            f"{row['method']:<8} {row['probrank_full_s']:>13.4f} {row['probrank_cut_s']:>12.4f} "
+            f"{_cell(row, 'ranx_first_s', '.4f'):>10} {_cell(row, 'ranx_steady_s', '.4f'):>11} "
+            f"{_cell(row, 'ratio_cut_vs_ranx_steady', '.1f'):>8} "
+            f"{_cell(row, 'max_abs_score_difference', '.1e'):>9}"
+        )
+    if ranx_info.get("available"):
+        print(f"ranx {ranx_info['version']}: building ranx Runs {ranx_info['build_runs_s']:.3f} s")
+    else:
+        print("ranx not importable (install the bench extra): no comparison")
+    if cv.get("available"):
+        print(f"QLFusion 10-fold CV on Robust03 (seeds=1): {cv['wall_s']:.1f} s wall")
+    else:
+        print(f"QLFusion 10-fold CV: not available ({cv['reason']})")
+    summary = {
+        "runs": RUNS,
+        "depth": DEPTH,
+        "repeats": args.repeats,
+        "cpus": os.cpu_count(),
+        "load_average_1min": [load_before[0], load_after[0]],
+        "read_runs_s": read_s,
+        "ranx": ranx_info,
+        "methods": rows,
+        "qlfusion_cv": cv,
+    }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
