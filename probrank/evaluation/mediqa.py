@@ -152,7 +152,7 @@ def mediqa_scores(key: Sequence[MediqaRow], submission: Sequence[MediqaRow]) -> 
     reciprocal, official, textbook = [], [], []
     for qid in questions:
         good = set(correct[qid])
-        submitted_correct = []
+        submitted_correct: list[str] = []
         first = 0.0
         for position, r in enumerate(by_question.get(qid, []), start=1):
             if r.label == 1 and r.answer_id in good:
