@@ -1,0 +1,83 @@
+"""On-disk cache of frozen encoder outputs, keyed by model, revision, settings and text hash.
+
+Entries live in shards ``<root>/<model key>/shard-<hash>.pt``, each a ``{"keys": [...],
+"values": Tensor}`` dict written atomically (temporary file + rename) and read back with
+``torch.load(..., weights_only=True)``. A shard is never rewritten, so two processes that fill
+the same cache at once at worst encode some texts twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+__all__ = ["EmbeddingCache", "text_key"]
+
+
+def text_key(*parts: str) -> str:
+    """SHA-256 hex digest of ``parts`` joined unambiguously (length-prefixed)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8")
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+class EmbeddingCache:
+    """A key -> vector store for one model and one set of encoding settings.
+
+    Args:
+        root: Cache folder.
+        namespace: Model name, revision and settings, made into a folder name.
+    """
+
+    def __init__(self, root: str | Path, namespace: str) -> None:
+        self.folder = Path(root) / namespace
+        self._store: dict[str, Tensor] | None = None
+
+    def _load(self) -> dict[str, Tensor]:
+        if self._store is None:
+            store: dict[str, Tensor] = {}
+            if self.folder.is_dir():
+                for shard in sorted(self.folder.glob("shard-*.pt")):
+                    content = torch.load(shard, weights_only=True)
+                    store.update(zip(content["keys"], content["values"], strict=True))
+            self._store = store
+        return self._store
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def missing(self, keys: Sequence[str]) -> list[str]:
+        """Keys of ``keys`` not in the cache, de-duplicated, in first-seen order."""
+        store = self._load()
+        return list(dict.fromkeys(k for k in keys if k not in store))
+
+    def get(self, keys: Sequence[str]) -> Tensor:
+        """`n x d` vectors of ``keys`` (all must be present)."""
+        store = self._load()
+        return torch.stack([store[k] for k in keys])
+
+    def put(self, keys: Sequence[str], values: Tensor) -> None:
+        """Add `n x d` ``values`` under ``keys`` and write them as one new shard."""
+        if not keys:
+            return
+        values = values.detach().to("cpu", torch.float32).contiguous()
+        self._load().update(zip(keys, values, strict=True))
+        self.folder.mkdir(parents=True, exist_ok=True)
+        name = "shard-" + text_key(*keys)[:24] + ".pt"
+        handle, temp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+        os.close(handle)
+        try:
+            torch.save({"keys": list(keys), "values": values}, temp)
+            os.replace(temp, self.folder / name)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise

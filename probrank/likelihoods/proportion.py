@@ -1,0 +1,157 @@
+"""Likelihoods of the number of relevant documents among the top ``n`` of a ranked list.
+
+A likelihood here is a callable of latent logits `... x m` (one per list) returning a Pyro
+distribution with batch shape `... x m` over the observed count of relevant documents among
+the list's top ``total_count``. The proportion is ``p_hat = sigmoid(logits)``.
+
+The QLFusion paper trains with ``KL(B(n, p) || B(n, p_hat))``, ``p = k / n`` the observed
+proportion. Expanding both binomial pmfs, the ``log C(n, j)`` terms cancel and
+
+    KL = n [p log(p / p_hat) + (1 - p) log((1 - p) / (1 - p_hat))]
+       = -log B(k; n, p_hat) + const(p),
+
+so the binomial negative log-likelihood of ``k`` successes out of ``n`` has the same gradient
+in ``p_hat`` as the KL loss: :func:`binomial_proportion` *is* the paper's loss as a Pyro
+likelihood. :func:`binomial_kl` gives the KL in closed form (for tests and reporting).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyro.distributions as dist
+import torch
+from torch import Tensor
+
+from probrank.exceptions import InputDataError
+
+__all__ = [
+    "Likelihood",
+    "beta_binomial_proportion",
+    "binomial_kl",
+    "binomial_proportion",
+    "gaussian_proportion",
+    "mse_loss",
+]
+
+Likelihood = Callable[[Tensor], dist.Distribution]
+"""A callable of latent logits `... x m` returning a distribution with batch shape `... x m`."""
+
+
+def _check_count(total_count: int | Tensor) -> None:
+    if isinstance(total_count, Tensor):
+        if (total_count < 0).any():
+            raise InputDataError("total_count must be non-negative")
+    elif total_count < 1:
+        raise InputDataError(f"total_count must be a positive integer, got {total_count}")
+
+
+def binomial_proportion(total_count: int | Tensor) -> Likelihood:
+    """Binomial likelihood of relevant counts: ``k ~ Binomial(n, sigmoid(logits))``.
+
+    Its negative log-likelihood equals the paper's ``KL(B(n, p) || B(n, p_hat))`` up to a
+    constant in ``p_hat`` (see the module docstring).
+
+    Args:
+        total_count: ``n``, an int or a tensor broadcastable to the logits' shape.
+
+    Returns:
+        A callable mapping logits `... x m` to ``Binomial`` with batch shape `... x m`.
+    """
+    _check_count(total_count)
+
+    def likelihood(logits: Tensor) -> dist.Distribution:
+        count = torch.as_tensor(total_count, dtype=logits.dtype, device=logits.device)
+        return dist.Binomial(total_count=count.expand(logits.shape), logits=logits)
+
+    return likelihood
+
+
+def beta_binomial_proportion(total_count: int | Tensor, concentration: float) -> Likelihood:
+    """Over-dispersed counts: ``k ~ BetaBinomial(c p_hat, c (1 - p_hat), n)``.
+
+    The mean is ``n p_hat`` as under :func:`binomial_proportion`; the variance is larger by
+    the factor ``(n + c) / (1 + c)``, and the binomial is recovered as ``c -> inf``.
+
+    Args:
+        total_count: ``n``, an int or a tensor broadcastable to the logits' shape.
+        concentration: ``c > 0``; smaller means more over-dispersion.
+
+    Returns:
+        A callable mapping logits `... x m` to ``BetaBinomial`` with batch shape `... x m`.
+    """
+    _check_count(total_count)
+    if not concentration > 0:
+        raise InputDataError(f"concentration must be positive, got {concentration}")
+
+    def likelihood(logits: Tensor) -> dist.Distribution:
+        p_hat = torch.sigmoid(logits)
+        count = torch.as_tensor(total_count, dtype=logits.dtype, device=logits.device)
+        return dist.BetaBinomial(
+            concentration * p_hat, concentration * (1 - p_hat), total_count=count.expand_as(p_hat)
+        )
+
+    return likelihood
+
+
+def gaussian_proportion(total_count: int | Tensor, scale: float | None = None) -> Likelihood:
+    """The squared-error ablation as a likelihood: ``k ~ Normal(n p_hat, n scale)``.
+
+    ``-log p(k) = (k / n - p_hat)^2 / (2 scale^2) + const``: the MSE on proportions divided
+    by ``2 scale^2``. The default ``scale = 0.5 / sqrt(n)`` is the binomial's largest standard
+    deviation of a proportion, so the curvature matches the binomial's at ``p_hat = 0.5``.
+
+    Args:
+        total_count: ``n`` (int).
+        scale: Standard deviation on the proportion scale.
+
+    Returns:
+        A callable mapping logits `... x m` to ``Normal`` with batch shape `... x m`.
+    """
+    _check_count(total_count)
+    n = float(total_count) if not isinstance(total_count, Tensor) else None
+    if scale is None:
+        if n is None:
+            raise InputDataError("give scale when total_count is a tensor")
+        scale = 0.5 / n**0.5
+    if not scale > 0:
+        raise InputDataError(f"scale must be positive, got {scale}")
+    noise = scale
+
+    def likelihood(logits: Tensor) -> dist.Distribution:
+        count = torch.as_tensor(total_count, dtype=logits.dtype, device=logits.device)
+        mean = count * torch.sigmoid(logits)
+        return dist.Normal(mean, (count * noise).expand_as(mean))
+
+    return likelihood
+
+
+def binomial_kl(p: Tensor, p_hat: Tensor, total_count: int | Tensor) -> Tensor:
+    """``KL(B(n, p) || B(n, p_hat)) = n [p log(p/p_hat) + (1-p) log((1-p)/(1-p_hat))]``.
+
+    Uses ``0 log 0 = 0``, so ``p`` may be 0 or 1.
+
+    Args:
+        p: `...` true proportions in ``[0, 1]``.
+        p_hat: `...` predicted proportions in ``(0, 1)``.
+        total_count: ``n``.
+
+    Returns:
+        `...` the KL divergences.
+    """
+    q = 1 - p
+    entropy_part = torch.xlogy(p, p) + torch.xlogy(q, q)
+    return total_count * (entropy_part - torch.xlogy(p, p_hat) - torch.xlogy(q, 1 - p_hat))
+
+
+def mse_loss(p_hat: Tensor, p: Tensor) -> Tensor:
+    """Mean squared error between predicted and true proportions (the ablation's loss).
+
+    Args:
+        p_hat: `...` predicted proportions.
+        p: `...` true proportions.
+
+    Returns:
+        A scalar: the mean of ``(p_hat - p)^2``.
+    """
+    return (p_hat - p).square().mean()

@@ -1,0 +1,545 @@
+"""QLFusion: a shallow Bayesian quantifier of relevant documents in a ranked list.
+
+For one (topic, run) the input is the run's top ``k`` scores, min-max normalised within the
+list and zero padded; the network is
+
+    LayerNorm(k) (learned gain and bias) -> Linear(k, 32) -> sigmoid
+        -> BayesianLinear(32, 1) with N(0, 1) priors -> sigmoid = p_hat,
+
+``p_hat`` the predicted proportion of relevant documents in the top ``k``. The likelihood is
+``Binomial(k, p_hat)`` of the observed relevant count (equal to the paper's
+``KL(B(k, p) || B(k, p_hat))`` loss up to a constant), so SVI on this model maximises the
+ELBO of the paper's loss. Only the output layer is Bayesian; the layer norm and hidden layer
+are point estimates (``nn.Parameter`` of the :class:`~pyro.nn.PyroModule`) learned by the same
+SVI steps.
+
+:class:`QLFusionNet` is vectorised over ``num_models`` independent members (e.g. every
+(fold, run, batch size) combination of a cross-validation) so that all of them train in one
+SVI loop; every parameter's first dimension indexes the member. ``bayesian=False`` gives the
+deterministic twin (a plain output layer; the guide is empty, so the ELBO is the
+log-likelihood) and ``loss="mse"`` swaps the binomial for a Gaussian likelihood on the
+proportion (squared error): the paper's Table 2 grid.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import pyro
+import pyro.distributions as dist
+import pyro.optim
+import torch
+from pyro import poutine
+from pyro.infer import TraceMeanField_ELBO
+from pyro.nn import PyroModule
+from torch import Tensor, nn
+
+from probrank._options import parse_enum
+from probrank.data.trec import Qrels, Run
+from probrank.exceptions import InputDataError
+from probrank.fusion.normalize import normalize_scores
+from probrank.inference.svi import FitResult, fit_svi
+from probrank.likelihoods.proportion import Likelihood, binomial_proportion, gaussian_proportion
+from probrank.nn.bayesian_linear import BayesianLinear
+
+__all__ = [
+    "QLFusionNet",
+    "QuantifierLoss",
+    "TrainedQuantifier",
+    "list_features",
+    "relevant_counts",
+    "train_quantifier",
+]
+
+
+class QuantifierLoss(str, Enum):
+    """The training loss (likelihood) of the quantifier."""
+
+    BINOMIAL = "binomial"
+    """The paper's loss: binomial likelihood of the relevant count (= KL(B(n,p)||B(n,p_hat)))."""
+    MSE = "mse"
+    """Squared error on the proportion, as a Gaussian likelihood (the ablation)."""
+
+
+def list_features(run: Run, query_ids: Sequence[str], depth: int = 100) -> Tensor:
+    """The quantifier's input: each list's top ``depth`` scores, min-max normalised, padded.
+
+    A topic the run lacks (or an empty list) gives a row of zeros; a list whose scores are all
+    equal maps to 1.0 (as :func:`probrank.fusion.normalize.normalize` does).
+
+    Args:
+        run: The run.
+        query_ids: `n` topics, in output order.
+        depth: `k`, the list length.
+
+    Returns:
+        `n x k` float32 features.
+    """
+    out = torch.zeros(len(query_ids), depth)
+    scores = run.as_dict()
+    for i, qid in enumerate(query_ids):
+        if qid not in scores or not scores[qid]:
+            continue
+        top = run.ranking(qid, depth)
+        out[i, : len(top)] = torch.tensor(normalize_scores([s for _, s in top], "minmax"))
+    return out
+
+
+def relevant_counts(
+    run: Run, qrels: Qrels, query_ids: Sequence[str], depth: int = 100, relevance_level: int = 1
+) -> Tensor:
+    """Relevant documents among each list's top ``depth`` (trec_eval order).
+
+    Args:
+        run: The run.
+        qrels: The judgements (unjudged documents count as non-relevant).
+        query_ids: `n` topics.
+        depth: `k`.
+        relevance_level: Minimum grade counted as relevant.
+
+    Returns:
+        `n` float32 counts in ``[0, k]``.
+    """
+    judged = qrels.as_dict()
+    scores = run.as_dict()
+    out = torch.zeros(len(query_ids))
+    for i, qid in enumerate(query_ids):
+        if qid not in scores:
+            continue
+        grades = judged.get(qid, {})
+        out[i] = sum(1 for d, _ in run.ranking(qid, depth) if grades.get(d, 0) >= relevance_level)
+    return out
+
+
+class _DeterministicLinear(PyroModule):
+    """A batched plain linear layer ``M x o x d`` (the deterministic twin's output layer)."""
+
+    def __init__(self, in_features: int, out_features: int, members: int, generator: object):
+        super().__init__()
+        bound = in_features**-0.5
+        shape = (members, out_features, in_features)
+        self.weight = nn.Parameter((torch.rand(shape, generator=generator) * 2 - 1) * bound)  # type: ignore[call-overload]
+        self.bias = nn.Parameter(torch.zeros(members, out_features))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.matmul(x, self.weight.transpose(-1, -2)) + self.bias.unsqueeze(-2)
+
+
+class QLFusionNet(PyroModule):
+    """The QLFusion network, vectorised over ``num_models`` independent members.
+
+    Args:
+        depth: `k`, the input width (list length).
+        hidden: Width of the hidden sigmoid layer (32 in the paper).
+        num_models: `M`, independent members trained together.
+        bayesian: A :class:`~probrank.nn.bayesian_linear.BayesianLinear` output layer with
+            N(0, ``prior_scale``) priors (True) or a plain one (False).
+        loss: ``"binomial"`` (the paper's) or ``"mse"``, or one of them per member.
+        estimator: The output layer's gradient estimator (``"flipout"`` as in the paper).
+        prior_scale: Standard deviation of the output layer's Normal priors.
+        seed: Seeds the initial weights.
+
+    Inputs are `M x n x k`; :meth:`model` and :meth:`guide` take ``(x, counts, mask, scale)``,
+    all `M x n` but ``x``, with ``counts`` None to predict.
+    """
+
+    def __init__(
+        self,
+        depth: int = 100,
+        hidden: int = 32,
+        *,
+        num_models: int = 1,
+        bayesian: bool = True,
+        loss: QuantifierLoss | str | Sequence[QuantifierLoss | str] = QuantifierLoss.BINOMIAL,
+        estimator: str = "flipout",
+        prior_scale: float = 1.0,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if depth < 1 or hidden < 1 or num_models < 1:
+            raise InputDataError(
+                f"depth, hidden and num_models must be positive, got {depth}, {hidden}, "
+                f"{num_models}"
+            )
+        self.depth, self.hidden, self.num_models = depth, hidden, num_models
+        self.bayesian = bayesian
+        names = [loss] * num_models if isinstance(loss, str) else list(loss)
+        if len(names) != num_models:
+            raise InputDataError(f"got {len(names)} losses for {num_models} members")
+        self.losses = [parse_enum(QuantifierLoss, n, "loss") for n in names]
+        self.register_buffer(
+            "binomial", torch.tensor([n is QuantifierLoss.BINOMIAL for n in self.losses])
+        )
+        generator = torch.Generator().manual_seed(seed)
+        self.norm_gain = nn.Parameter(torch.ones(num_models, 1, depth))
+        self.norm_bias = nn.Parameter(torch.zeros(num_models, 1, depth))
+        bound = depth**-0.5
+        self.hidden_weight = nn.Parameter(
+            (torch.rand(num_models, hidden, depth, generator=generator) * 2 - 1) * bound
+        )
+        self.hidden_bias = nn.Parameter(
+            (torch.rand(num_models, 1, hidden, generator=generator) * 2 - 1) * bound
+        )
+        prior = dist.Normal(0.0, prior_scale)
+        self.output: PyroModule
+        if bayesian:
+            self.output = BayesianLinear(
+                hidden,
+                1,
+                prior,
+                prior,
+                estimator=estimator,
+                batch_shape=(num_models,),
+                seed=int(torch.randint(0, 2**31 - 1, (), generator=generator)),
+            )
+        else:
+            self.output = _DeterministicLinear(hidden, 1, num_models, generator)
+
+    def likelihoods(self) -> tuple[Likelihood, Likelihood]:
+        """The binomial (paper) and Gaussian (MSE) likelihoods of counts out of `k`."""
+        return binomial_proportion(self.depth), gaussian_proportion(self.depth)
+
+    def features(self, x: Tensor) -> Tensor:
+        """Layer norm, hidden linear layer and sigmoid.
+
+        Args:
+            x: `M x n x k` inputs.
+
+        Returns:
+            `M x n x hidden` hidden activations.
+        """
+        normed = nn.functional.layer_norm(x, (x.shape[-1],)) * self.norm_gain + self.norm_bias
+        hidden = torch.baddbmm(self.hidden_bias, normed, self.hidden_weight.transpose(-1, -2))
+        return torch.sigmoid(hidden)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Logits of ``p_hat``, `M x n`, for inputs `M x n x k` (one weight draw)."""
+        return self.output(self.features(x)).squeeze(-1)
+
+    def model(
+        self,
+        x: Tensor,
+        counts: Tensor | None = None,
+        mask: Tensor | None = None,
+        scale: Tensor | None = None,
+    ) -> Tensor:
+        """The Pyro model: ``counts ~ likelihood(logits)`` with logits from :meth:`forward`.
+
+        Args:
+            x: `M x n x k` inputs.
+            counts: `M x n` observed relevant counts, or None.
+            mask: `M x n` bool, False for padding rows (ignored by the likelihood).
+            scale: `M x n` likelihood scale, ``N_m / n`` to scale a mini-batch up to member
+                ``m``'s full training set of ``N_m`` lists.
+
+        Returns:
+            `M x n` ``p_hat`` (also the deterministic site ``"p_hat"``).
+        """
+        logits = self(x)
+        p_hat = pyro.deterministic("p_hat", torch.sigmoid(logits))
+        keep = torch.ones_like(logits, dtype=torch.bool) if mask is None else mask.bool()
+        binomial = self.binomial.view(-1, 1)
+        with (
+            pyro.plate("members", x.shape[0], dim=-2),
+            pyro.plate("topics", x.shape[1], dim=-1),
+            poutine.scale(scale=scale if scale is not None else 1.0),
+        ):
+            for name, likelihood, selected in zip(
+                ("k_rel", "k_rel_mse"), self.likelihoods(), (binomial, ~binomial), strict=True
+            ):
+                if bool(selected.any()):
+                    pyro.sample(name, likelihood(logits).mask(keep & selected), obs=counts)  # type: ignore[attr-defined]
+        return p_hat
+
+    def guide(
+        self,
+        x: Tensor,
+        counts: Tensor | None = None,
+        mask: Tensor | None = None,
+        scale: Tensor | None = None,
+    ) -> None:
+        """The mean-field Normal guide of the output layer (empty for the deterministic twin)."""
+        if isinstance(self.output, BayesianLinear):
+            self.output.guide()
+
+    @torch.no_grad()
+    def predict(
+        self, x: Tensor, num_samples: int = 100, *, seed: int = 0, mean_weights: bool = False
+    ) -> Tensor:
+        """Draws of ``p_hat`` from the fitted guide (or the point estimate).
+
+        Args:
+            x: `M x n x k` inputs.
+            num_samples: `S` draws of the output layer (ignored by the deterministic twin or
+                with ``mean_weights``).
+            seed: Seeds the draws.
+            mean_weights: Use the guide's mean weights (one "draw").
+
+        Returns:
+            `S x M x n` proportions (`1 x M x n` when deterministic or ``mean_weights``).
+        """
+        hidden = self.features(x)
+        out: Any = self.output
+        if not isinstance(out, BayesianLinear):
+            return torch.sigmoid(out(hidden).squeeze(-1)).unsqueeze(0)
+        w_loc, w_scale = out.weight_loc, out.weight_scale
+        b_loc, b_scale = out.bias_loc, out.bias_scale
+        if mean_weights:
+            logits = torch.matmul(hidden, w_loc.transpose(-1, -2)) + b_loc.unsqueeze(-2)
+            return torch.sigmoid(logits.squeeze(-1)).unsqueeze(0)
+        generator = torch.Generator().manual_seed(seed)
+        eps_w = torch.randn((num_samples, *w_loc.shape), generator=generator)
+        eps_b = torch.randn((num_samples, *b_loc.shape), generator=generator)
+        weight = w_loc + w_scale * eps_w
+        bias = b_loc + b_scale * eps_b
+        logits = torch.matmul(hidden.unsqueeze(0), weight.transpose(-1, -2)) + bias.unsqueeze(-2)
+        return torch.sigmoid(logits.squeeze(-1))
+
+
+@dataclass
+class TrainedQuantifier:
+    """Quantifiers trained for every (batch size, loss) pair, one batch size chosen per member.
+
+    Members of the underlying net are ordered ``(batch size, loss, member)``.
+
+    Attributes:
+        net: The vectorised :class:`QLFusionNet` with `B * L * M` members.
+        batch_sizes: The `B` candidate batch sizes.
+        losses: The `L` losses trained.
+        chosen: `L x M` index into ``batch_sizes`` chosen per (loss, member) on validation MAE.
+        val_mae: `B x L x M` validation mean absolute error at each member's best epoch.
+        best_epoch: `B x L x M` best epoch of each member, in the member's own epochs.
+        fit: The :class:`~probrank.inference.svi.FitResult`.
+    """
+
+    net: QLFusionNet
+    batch_sizes: list[int]
+    losses: list[QuantifierLoss]
+    chosen: Tensor
+    val_mae: Tensor
+    best_epoch: Tensor
+    fit: FitResult
+
+    def draws(
+        self,
+        x: Tensor,
+        loss: QuantifierLoss | str = QuantifierLoss.BINOMIAL,
+        num_samples: int = 100,
+        *,
+        seed: int = 0,
+    ) -> Tensor:
+        """Posterior predictive draws of ``p_hat`` under each member's chosen batch size.
+
+        Args:
+            x: `M x n x k` inputs.
+            loss: Which loss's quantifiers to use.
+            num_samples: `S` draws (1 for the deterministic twin).
+            seed: Seeds the draws.
+
+        Returns:
+            `S x M x n` proportions.
+        """
+        li = self.losses.index(parse_enum(QuantifierLoss, loss, "loss"))
+        b, l_count, m = len(self.batch_sizes), len(self.losses), x.shape[0]
+        member = (self.chosen[li] * l_count + li) * m + torch.arange(m)
+        full = x.unsqueeze(0).expand(b * l_count, *x.shape).reshape(-1, *x.shape[1:])
+        draws = self.net.predict(full, num_samples, seed=seed)
+        return draws[:, member]
+
+    def predict(
+        self,
+        x: Tensor,
+        loss: QuantifierLoss | str = QuantifierLoss.BINOMIAL,
+        num_samples: int = 100,
+        *,
+        seed: int = 0,
+    ) -> Tensor:
+        """Posterior predictive mean of ``p_hat``, `M x n`, for inputs `M x n x k`."""
+        return self.draws(x, loss, num_samples, seed=seed).mean(0)
+
+    def chosen_batch_sizes(self) -> list[list[int]]:
+        """The batch size chosen for each (loss, member)."""
+        return [[self.batch_sizes[i] for i in row] for row in self.chosen.tolist()]
+
+
+def _masked_mae(p_hat: Tensor, p: Tensor, mask: Tensor) -> Tensor:
+    weight = mask.to(p_hat.dtype)
+    return ((p_hat - p).abs() * weight).sum(-1) / weight.sum(-1).clamp_min(1.0)
+
+
+class _MemberBatches:
+    """Mini-batches where every member has its own batch size and its own permutation.
+
+    One call yields one *period*: ``ceil(N / max batch size)`` steps. Members sharing a batch
+    size form a contiguous group with a shared cursor into per-member permutations; a new
+    permutation starts when a member's epoch ends (a short last batch is allowed). Batches are
+    padded to the largest batch size with ``mask`` False; ``scale`` is ``N_m / rows`` so each
+    step's likelihood is scaled to member ``m``'s full training set.
+    """
+
+    def __init__(self, x: Tensor, counts: Tensor, mask: Tensor, sizes: list[int], group: int):
+        self.x, self.counts, self.mask = x, counts, mask
+        self.sizes, self.group = sizes, group
+        self.n = x.shape[1]
+        self.n_train = mask.sum(-1).to(x.dtype)
+        self.width = max(sizes)
+        self.period = math.ceil(self.n / self.width)
+        self.perms: list[Tensor] = []
+        self.cursor = [0] * len(sizes)
+
+    def __call__(self, generator: torch.Generator) -> Iterable[Sequence[Tensor]]:
+        if not self.perms:
+            self.perms = [self._perm(generator) for _ in self.sizes]
+        for _ in range(self.period):
+            parts = [self._step(g, b, generator) for g, b in enumerate(self.sizes)]
+            x, counts, mask = (torch.cat(t) for t in zip(*parts, strict=True))
+            rows = mask.sum(-1, keepdim=True).clamp_min(1).to(x.dtype)
+            n_train = self.n_train.repeat(len(self.sizes)).view(-1, 1)
+            yield x, counts, mask, (n_train / rows).expand_as(counts)
+
+    def _perm(self, generator: torch.Generator) -> Tensor:
+        return torch.rand(self.group, self.n, generator=generator).argsort(-1)
+
+    def _step(self, g: int, b: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
+        start = self.cursor[g]
+        index = self.perms[g][:, start : start + b]
+        self.cursor[g] = start + b
+        if self.cursor[g] >= self.n:
+            self.perms[g], self.cursor[g] = self._perm(generator), 0
+        width, taken = self.width, index.shape[1]
+        x = torch.zeros(self.group, width, self.x.shape[-1], dtype=self.x.dtype)
+        counts = torch.zeros(self.group, width, dtype=self.counts.dtype)
+        mask = torch.zeros(self.group, width, dtype=torch.bool)
+        x[:, :taken] = self.x.gather(1, index.unsqueeze(-1).expand(-1, -1, self.x.shape[-1]))
+        counts[:, :taken] = self.counts.gather(1, index)
+        mask[:, :taken] = self.mask.gather(1, index)
+        return x, counts, mask
+
+
+def train_quantifier(
+    train: Mapping[str, Tensor],
+    val: Mapping[str, Tensor],
+    *,
+    bayesian: bool = True,
+    losses: Sequence[QuantifierLoss | str] = (QuantifierLoss.BINOMIAL,),
+    batch_sizes: Sequence[int] = (1, 2, 4, 8, 16),
+    lr: float = 5e-4,
+    max_epochs: int = 500,
+    patience: int = 20,
+    max_steps: int | None = None,
+    hidden: int = 32,
+    estimator: str = "flipout",
+    num_samples: int = 1,
+    seed: int = 0,
+    progress: bool = True,
+) -> TrainedQuantifier:
+    """Train `M` independent quantifiers for every batch size and loss, in one SVI loop.
+
+    All `B * L * M` (batch size, loss, member) combinations are members of one vectorised
+    :class:`QLFusionNet` trained by :func:`~probrank.inference.svi.fit_svi` (Adam with
+    ``lr``). Each member uses its own batch size, so a step of the loop is one step of every
+    member; validation MAE is checked every period of ``ceil(N / max batch size)`` steps (one
+    epoch of the largest batch size), and each member's patience and epoch limit are converted
+    from its own epochs to periods, so that a member with batch size ``b`` stops after
+    ``patience`` of *its* epochs without improvement and keeps its best parameters. Per
+    (loss, member), the batch size with the lowest validation MAE is chosen; validation never
+    sees test lists.
+
+    Args:
+        train: ``{"x": M x N x k, "counts": M x N, "mask": M x N bool}`` training lists
+            (``mask`` False on padding rows, for members with fewer lists).
+        val: The same keys for the validation lists.
+        bayesian: Bayesian output layer (True) or the deterministic twin.
+        losses: Losses to train (``"binomial"``, ``"mse"``).
+        batch_sizes: Candidate mini-batch sizes.
+        lr: Adam learning rate.
+        max_epochs: Epoch limit, in each member's own epochs.
+        patience: Early-stopping patience, in each member's own epochs.
+        max_steps: Optional cap on the total number of SVI steps.
+        hidden: Hidden width.
+        estimator: Output layer estimator.
+        num_samples: Weight draws averaged for the validation MAE (1: the guide's mean).
+        seed: Seeds initialisation and training.
+        progress: Show a progress bar.
+
+    Returns:
+        A :class:`TrainedQuantifier`.
+    """
+    x, counts, mask = train["x"], train["counts"], train["mask"].bool()
+    members, size, depth = x.shape
+    val_x, val_mask = val["x"], val["mask"].bool()
+    val_p = val["counts"] / depth
+    if bool((mask.sum(-1) < 1).any()) or bool((val_mask.sum(-1) < 1).any()):
+        raise InputDataError("every member needs at least one training and one validation list")
+    if not batch_sizes or min(batch_sizes) < 1:
+        raise InputDataError(f"batch sizes must be positive, got {list(batch_sizes)}")
+    loss_list = [parse_enum(QuantifierLoss, n, "loss") for n in losses]
+    sizes = [min(b, size) for b in batch_sizes]
+    copies = len(sizes) * len(loss_list)
+    group = len(loss_list) * members
+
+    def tile(t: Tensor, times: int) -> Tensor:
+        return t.unsqueeze(0).expand(times, *t.shape).reshape(-1, *t.shape[1:])
+
+    batches = _MemberBatches(
+        tile(x, len(loss_list)),
+        tile(counts, len(loss_list)),
+        tile(mask, len(loss_list)),
+        sizes,
+        group,
+    )
+    member_sizes = torch.tensor(sizes).repeat_interleave(group)
+    own_epoch = torch.ceil(size / member_sizes) / batches.period  # periods per own epoch
+    patience_periods = torch.ceil(patience * own_epoch).long().clamp_min(1)
+    max_periods = math.ceil(max_epochs * float(own_epoch.max()))
+    if max_steps is not None:
+        max_periods = max(1, min(max_periods, max_steps // batches.period))
+    net = QLFusionNet(
+        depth,
+        hidden,
+        num_models=copies * members,
+        bayesian=bayesian,
+        loss=[n for _ in sizes for n in loss_list for _ in range(members)],
+        estimator=estimator,
+        seed=seed,
+    )
+    vx, vp, vm = (tile(t, copies) for t in (val_x, val_p, val_mask))
+
+    def metric() -> Tensor:
+        if num_samples <= 1:
+            p_hat = net.predict(vx, mean_weights=True)[0]
+        else:
+            p_hat = net.predict(vx, num_samples, seed=seed).mean(0)
+        return _masked_mae(p_hat, vp, vm)
+
+    fit = fit_svi(
+        net.model,
+        net.guide,
+        batches,
+        optimizer=pyro.optim.Adam({"lr": lr}),  # type: ignore[attr-defined]
+        loss=TraceMeanField_ELBO(),
+        max_epochs=max_periods,
+        patience=patience_periods,
+        metric=metric,
+        seed=seed,
+        progress=progress,
+        description="quantifiers" + ("" if bayesian else " (det.)"),
+        validate=False,
+    )
+    shape = (len(sizes), len(loss_list), members)
+    val_mae = torch.as_tensor(fit.best_metric, dtype=torch.float64).view(shape)
+    best_period = torch.as_tensor(fit.best_epoch, dtype=torch.float64).view(shape)
+    best_epoch = torch.floor(best_period / own_epoch.view(shape)).long()
+    return TrainedQuantifier(
+        net=net,
+        batch_sizes=list(batch_sizes),
+        losses=loss_list,
+        chosen=val_mae.argmin(0),
+        val_mae=val_mae,
+        best_epoch=best_epoch,
+        fit=fit,
+    )

@@ -1,0 +1,92 @@
+"""A BoTorch ``Model`` over candidate utilities backed by any probrank utility posterior."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import torch
+from botorch.acquisition.objective import PosteriorTransform
+from botorch.models.model import Model
+from botorch.posteriors.gpytorch import GPyTorchPosterior
+from gpytorch.distributions import MultivariateNormal
+from torch import Tensor
+
+from probrank.exceptions import InputDataError
+
+__all__ = ["CandidatePosterior", "UtilityModel"]
+
+
+class CandidatePosterior(Protocol):
+    """Anything with ``posterior(features)``: `batch_shape x q x d` -> MVN over `q` utilities
+    (every head in :mod:`probrank.nn.heads` qualifies)."""
+
+    def posterior(self, features: Tensor) -> MultivariateNormal: ...
+
+
+class UtilityModel(Model):
+    """Expose a utility posterior to BoTorch as a single-output model.
+
+    Args:
+        source: An object with ``posterior(features) -> MultivariateNormal`` or a callable
+            ``features -> MultivariateNormal``, mapping `batch_shape x q x d` to `batch_shape x q`.
+        noise_variance: Observation-noise variance added when ``observation_noise=True``.
+    """
+
+    _num_outputs = 1
+
+    def __init__(
+        self,
+        source: CandidatePosterior | Callable[[Tensor], MultivariateNormal],
+        noise_variance: float = 0.0,
+    ) -> None:
+        super().__init__()
+        if isinstance(source, torch.nn.Module):
+            self.source_module = source
+        posterior_fn = getattr(source, "posterior", None)
+        chosen = posterior_fn if callable(posterior_fn) else source
+        if not callable(chosen):
+            raise InputDataError("source needs a posterior(features) method or must be callable")
+        self._posterior_fn: Callable[[Tensor], MultivariateNormal] = chosen
+        if noise_variance < 0:
+            raise InputDataError(f"noise_variance must be non-negative, got {noise_variance}")
+        self.noise_variance = float(noise_variance)
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        return torch.Size([])
+
+    def posterior(
+        self,
+        X: Tensor,
+        output_indices: list[int] | None = None,
+        observation_noise: bool | Tensor = False,
+        posterior_transform: PosteriorTransform | None = None,
+        **kwargs: Any,
+    ) -> GPyTorchPosterior:
+        """Joint posterior of the utilities of the `q` candidates in each batch.
+
+        Args:
+            X: `batch_shape x q x d` candidate features.
+            output_indices: Only ``None`` or ``[0]`` (one output).
+            observation_noise: Add ``noise_variance`` to the diagonal when True.
+            posterior_transform: Applied to the posterior if given.
+
+        Returns:
+            A ``GPyTorchPosterior`` whose ``mean`` is `batch_shape x q x 1`.
+        """
+        if output_indices not in (None, [0]):
+            raise InputDataError(f"UtilityModel has one output, got {output_indices}")
+        if X.dim() < 2:
+            raise InputDataError(f"X must be batch_shape x q x d, got shape {tuple(X.shape)}")
+        mvn = self._posterior_fn(X)
+        if observation_noise is not False and self.noise_variance > 0:
+            mvn = MultivariateNormal(
+                mvn.mean, mvn.lazy_covariance_matrix.add_diagonal(torch.tensor(self.noise_variance))
+            )
+        posterior = GPyTorchPosterior(mvn)
+        return posterior_transform(posterior) if posterior_transform is not None else posterior

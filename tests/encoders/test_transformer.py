@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from probrank.encoders.fine_tune import fine_tune
+from probrank.encoders.transformer import TransformerEncoder, interaction_features
+from probrank.exceptions import InputDataError
+
+QUERIES = ["how do i install ubuntu", "sound driver error", "how do i install ubuntu"]
+CANDIDATES = ["sudo apt get install", "reboot it works", "no"]
+
+
+def test_bi_features_are_interactions_of_single_text_vectors(tiny_bert: Path) -> None:
+    encoder = TransformerEncoder(tiny_bert, mode="bi", pooling="mean", show_progress=False)
+    features = encoder.encode_pairs(QUERIES, CANDIDATES)
+    assert features.shape == (3, 4 * 32)
+    u = encoder.encode_texts(QUERIES)
+    v = encoder.encode_texts(CANDIDATES)
+    torch.testing.assert_close(features, interaction_features(u, v), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(features[:, 2 * 32 : 3 * 32], u * v, rtol=1e-5, atol=1e-5)
+
+
+def test_cross_mode_encodes_the_pair_with_cls_pooling(tiny_bert: Path) -> None:
+    from transformers import AutoModel, AutoTokenizer
+
+    encoder = TransformerEncoder(tiny_bert, mode="cross", pooling="cls", show_progress=False)
+    features = encoder.encode_pairs(QUERIES[:1], CANDIDATES[:1])
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert))
+    model = AutoModel.from_pretrained(str(tiny_bert)).eval()
+    inputs = tokenizer(QUERIES[:1], CANDIDATES[:1], return_tensors="pt")
+    ids = inputs["input_ids"][0].tolist()
+    assert ids[0] == tokenizer.cls_token_id and ids.count(tokenizer.sep_token_id) == 2
+    with torch.no_grad():
+        expected = model(**inputs).last_hidden_state[:, 0]
+    torch.testing.assert_close(features, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_mean_pooling_ignores_padding(tiny_bert: Path) -> None:
+    encoder = TransformerEncoder(tiny_bert, mode="bi", pooling="mean", show_progress=False)
+    alone = encoder.encode_texts(["no"])
+    padded = encoder.encode_texts(["no", "how do i install the ubuntu kernel driver"])[:1]
+    torch.testing.assert_close(alone, padded, rtol=1e-5, atol=1e-5)
+
+
+def test_cache_hits_encode_nothing(tiny_bert: Path, tmp_path: Path) -> None:
+    first = TransformerEncoder(tiny_bert, mode="bi", cache_dir=tmp_path, show_progress=False)
+    features = first.encode_pairs(QUERIES, CANDIDATES)
+    assert first.num_encoded == 5  # 5 distinct texts, the repeated query encoded once
+    second = TransformerEncoder(tiny_bert, mode="bi", cache_dir=tmp_path, show_progress=False)
+    again = second.encode_pairs(QUERIES, CANDIDATES)
+    assert second.num_encoded == 0
+    torch.testing.assert_close(again, features, rtol=0, atol=0)
+    second.encode_texts(["thanks"])
+    assert second.num_encoded == 1
+    cross = TransformerEncoder(tiny_bert, mode="cross", cache_dir=tmp_path, show_progress=False)
+    cross.encode_pairs(QUERIES, CANDIDATES)
+    assert cross.num_encoded == 3  # pairs are cached apart from single texts
+
+
+def test_other_pooling_uses_another_cache_entry(tiny_bert: Path, tmp_path: Path) -> None:
+    mean = TransformerEncoder(tiny_bert, mode="bi", pooling="mean", cache_dir=tmp_path)
+    mean.encode_texts(["no"])
+    cls = TransformerEncoder(tiny_bert, mode="bi", pooling="cls", cache_dir=tmp_path)
+    cls.encode_texts(["no"])
+    assert cls.num_encoded == 1
+
+
+def test_bad_options_raise_input_data_error(tiny_bert: Path, tmp_path: Path) -> None:
+    with pytest.raises(InputDataError, match="mode"):
+        TransformerEncoder(tiny_bert, mode="siamese")
+    with pytest.raises(InputDataError, match=r"config\.json"):
+        TransformerEncoder(tmp_path)
+    encoder = TransformerEncoder(tiny_bert, show_progress=False)
+    with pytest.raises(InputDataError, match="pair up"):
+        encoder.encode_pairs(["a"], ["b", "c"])
+
+
+def test_fine_tune_updates_encoder_weights(tiny_bert: Path) -> None:
+    encoder = TransformerEncoder(tiny_bert, mode="cross", freeze=False, show_progress=False)
+    head = torch.nn.Linear(encoder.feature_dim, 1)
+    before = [p.detach().clone() for p in encoder.model.parameters()]
+    labels = torch.tensor([1.0, 0.0, 1.0])
+    history = fine_tune(encoder, head, QUERIES, CANDIDATES, labels, epochs=2, lr=1e-3, seed=0)
+    assert len(history) == 2
+    changed = [
+        not torch.equal(a, b) for a, b in zip(before, encoder.model.parameters(), strict=True)
+    ]
+    assert sum(changed) > len(changed) // 2
+    frozen = TransformerEncoder(tiny_bert, show_progress=False)
+    with pytest.raises(InputDataError, match="freeze=False"):
+        fine_tune(frozen, head, QUERIES, CANDIDATES, labels)

@@ -1,0 +1,112 @@
+"""fit_svi: param-store hygiene, early stopping at the best epoch, ensembles."""
+
+from __future__ import annotations
+
+import pyro
+import pyro.distributions as dist
+import pytest
+import torch
+
+from probrank.exceptions import InputDataError
+from probrank.inference.svi import fit_svi
+
+
+def _model(x: torch.Tensor) -> None:
+    mu = pyro.param("mu", torch.tensor(0.0))
+    with pyro.plate("data", x.shape[0]):
+        pyro.sample("x", dist.Normal(mu, 1.0), obs=x)
+
+
+def _guide(x: torch.Tensor) -> None:
+    pass
+
+
+def test_param_store_left_as_found_and_state_returned() -> None:
+    store = pyro.get_param_store()
+    with store.scope():
+        caller = pyro.param("caller", torch.tensor(3.0))
+        pyro.param("mu", torch.tensor(-7.0))  # a leftover that fit_svi must not use
+        result = fit_svi(
+            _model,
+            _guide,
+            (torch.full((10,), 2.0),),
+            max_epochs=50,
+            optimizer=pyro.optim.Adam({"lr": 0.1}),
+            progress=False,
+        )
+        assert set(store.keys()) == {"caller", "mu"}
+        assert store["caller"] is caller
+        torch.testing.assert_close(store["mu"].detach(), torch.tensor(-7.0))
+    # training started from the model's own init (0), not from the leftover -7
+    assert 1.5 < float(result.params["mu"]) <= 2.1
+    assert set(result.param_state["params"]) == {"mu"}
+    assert result.epochs_run == 50 and len(result.losses) == 50
+
+
+def test_early_stopping_keeps_best_epoch() -> None:
+    script = [5.0, 4.0, 3.0, 3.5, 4.0, 4.0, 4.0, 4.0, 2.0]
+    seen: list[float] = []
+
+    def metric() -> float:
+        seen.append(float(pyro.param("mu").detach()))
+        return script[len(seen) - 1]
+
+    result = fit_svi(
+        _model,
+        _guide,
+        (torch.full((4,), 10.0),),
+        max_epochs=9,
+        patience=3,
+        metric=metric,
+        optimizer=pyro.optim.SGD({"lr": 0.01}),
+        progress=False,
+    )
+    assert result.best_epoch == 2
+    assert result.epochs_run == 6  # epochs 3, 4, 5 without improvement
+    assert result.history == script[:6]
+    assert result.best_metric == pytest.approx(3.0)
+    torch.testing.assert_close(result.params["mu"], torch.tensor(seen[2]))
+
+
+def test_ensemble_members_keep_their_own_best_epoch() -> None:
+    def model(x: torch.Tensor) -> None:
+        mu = pyro.param("mu", torch.zeros(2))
+        pyro.sample("x", dist.Normal(mu.unsqueeze(-1), 1.0).expand(x.shape).to_event(2), obs=x)
+
+    scripts = torch.tensor([[3.0, 1.0, 2.0, 2.0, 2.0], [3.0, 2.0, 1.5, 1.0, 0.5]])
+    seen: list[torch.Tensor] = []
+
+    def metric() -> torch.Tensor:
+        seen.append(pyro.param("mu").detach().clone())
+        return scripts[:, len(seen) - 1]
+
+    x = torch.stack([torch.full((6,), 5.0), torch.full((6,), -5.0)])
+    result = fit_svi(
+        model,
+        _guide,
+        (x,),
+        data_dim=1,
+        max_epochs=5,
+        patience=torch.tensor([2, 2]),
+        metric=metric,
+        optimizer=pyro.optim.SGD({"lr": 0.01}),
+        progress=False,
+    )
+    assert result.best_epoch == [1, 4]
+    assert result.epochs_run == 5
+    torch.testing.assert_close(result.params["mu"], torch.stack([seen[1][0], seen[4][1]]))
+
+
+def test_minibatches_and_bad_input() -> None:
+    calls: list[int] = []
+
+    def model(x: torch.Tensor) -> None:
+        calls.append(x.shape[0])
+        _model(x)
+
+    fit_svi(model, _guide, (torch.randn(10),), batch_size=4, max_epochs=1, progress=False)
+    assert sorted(calls) == [2, 4, 4]
+    with pytest.raises(InputDataError):
+        fit_svi(_model, _guide, (torch.randn(3), torch.randn(4)), progress=False)
+    with pytest.raises(InputDataError):
+        fit_svi(_model, _guide, (torch.randn(3),), batch_size=0, progress=False)

@@ -1,0 +1,66 @@
+"""The multi-task model learns a synthetic filter + rank task; the Bayesian one reports
+uncertainty and its deterministic twin does not."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from scipy import stats
+
+from probrank.exceptions import InputDataError
+from probrank.models.multitask import (
+    MultiTaskData,
+    MultiTaskNet,
+    fit_multitask,
+    predict_multitask,
+)
+
+
+def _questions(num_questions: int, seed: int, d: int = 6) -> tuple[MultiTaskData, list[int]]:
+    # a hidden linear utility; grades 1..4 from its quartiles; label = grade >= 3
+    generator = torch.Generator().manual_seed(seed)
+    w = torch.tensor([1.5, -1.0, 0.5, 0.0, 0.0, 2.0], dtype=torch.float64)
+    features, grades, groups = [], [], []
+    for _ in range(num_questions):
+        n = 6
+        x = torch.randn(n, d, generator=generator, dtype=torch.float64)
+        utility = x @ w + 0.3 * torch.randn(n, generator=generator, dtype=torch.float64)
+        g = torch.bucketize(utility, torch.tensor([-1.5, 0.0, 1.5], dtype=torch.float64)) + 1
+        groups.append(list(range(len(grades), len(grades) + n)))
+        features.append(x)
+        grades += g.tolist()
+    labels = torch.tensor([int(g >= 3) for g in grades], dtype=torch.float64)
+    pairs = MultiTaskData.pairs_from_grades(groups, grades)
+    return MultiTaskData(torch.cat(features), labels, pairs), grades
+
+
+def test_pairs_from_grades():
+    pairs = MultiTaskData.pairs_from_grades([[0, 1, 2], [3, 4]], [1, 3, 3, 2, 1])
+    assert pairs.tolist() == [[1, 0], [2, 0], [3, 4]]
+
+
+@pytest.mark.parametrize("bayesian", [True, False])
+def test_learns_filter_and_ranking(bayesian):
+    train, _ = _questions(60, 0)
+    val, _ = _questions(15, 1)
+    test, grades = _questions(30, 2)
+    net = MultiTaskNet(6, hidden=16, bayesian=bayesian, seed=0).double()
+    best = fit_multitask(net, train, val, lr=1e-2, max_epochs=300, patience=30, seed=0)
+    assert 0 <= best < 300
+    probs, mean, std = predict_multitask(net, test.features, num_samples=100)
+    accuracy = ((probs > 0.5).double() == test.labels).double().mean()
+    assert accuracy > 0.85
+    assert stats.spearmanr(mean.numpy(), grades).statistic > 0.8
+    if bayesian:
+        assert (std > 0).all()
+    else:
+        assert torch.equal(std, torch.zeros_like(std))
+
+
+def test_bad_inputs():
+    with pytest.raises(InputDataError, match="ranking_weight"):
+        MultiTaskNet(3, ranking_weight=1.5)
+    with pytest.raises(InputDataError, match="out of range"):
+        MultiTaskData(torch.zeros(2, 3), torch.zeros(2), torch.tensor([[0, 5]]))
+    with pytest.raises(InputDataError, match="`n x d`"):
+        MultiTaskData(torch.zeros(2, 3), torch.zeros(3), torch.zeros(0, 2, dtype=torch.long))

@@ -1,0 +1,95 @@
+"""The QLFusion quantifier: inputs, the Pyro model, vectorised training."""
+
+from __future__ import annotations
+
+import pyro
+import pytest
+import torch
+from pyro import poutine
+
+from probrank.data.trec import Qrels, Run
+from probrank.exceptions import InputDataError
+from probrank.models.qlfusion import (
+    QLFusionNet,
+    list_features,
+    relevant_counts,
+    train_quantifier,
+)
+
+
+def test_features_minmax_padding_missing_and_constant_lists() -> None:
+    run = Run({"1": {"a": 3.0, "b": 1.0, "c": 2.0}, "2": {"x": 5.0, "y": 5.0}, "3": {}})
+    x = list_features(run, ["1", "2", "3", "4"], depth=4)
+    torch.testing.assert_close(x[0], torch.tensor([1.0, 0.5, 0.0, 0.0]))
+    torch.testing.assert_close(x[1], torch.tensor([1.0, 1.0, 0.0, 0.0]))  # zero range -> 1
+    torch.testing.assert_close(x[2:], torch.zeros(2, 4))  # empty list, missing topic
+    assert torch.isfinite(x).all()
+    qrels = Qrels({"1": {"a": 1, "c": 0, "b": 2}, "2": {"y": 1}})
+    counts = relevant_counts(run, qrels, ["1", "2", "4"], depth=2)
+    torch.testing.assert_close(counts, torch.tensor([1.0, 1.0, 0.0]))  # top 2 of "1": a, c
+
+
+@pytest.mark.parametrize("bayesian", [True, False])
+def test_model_sites_and_shapes(bayesian: bool) -> None:
+    net = QLFusionNet(10, 4, num_models=3, bayesian=bayesian, loss=["binomial", "mse", "binomial"])
+    x = torch.rand(3, 5, 10)
+    counts = torch.randint(0, 11, (3, 5)).float()
+    with pyro.get_param_store().scope():
+        guide_trace = poutine.trace(net.guide).get_trace(x, counts)
+        trace = poutine.trace(poutine.replay(net.model, trace=guide_trace)).get_trace(x, counts)
+    latent = {n for n, s in guide_trace.nodes.items() if s["type"] == "sample"}
+    assert latent == ({"output.weight", "output.bias"} if bayesian else set())
+    assert trace.nodes["p_hat"]["value"].shape == (3, 5)
+    trace.compute_log_prob()
+    binomial = trace.nodes["k_rel"]["log_prob"]
+    gaussian = trace.nodes["k_rel_mse"]["log_prob"]
+    # each member contributes to exactly one likelihood
+    assert (binomial[1] == 0).all() and (gaussian[0] == 0).all() and (gaussian[2] == 0).all()
+    assert (binomial[0] != 0).all() and (gaussian[1] != 0).all()
+    draws = net.predict(x, 7)
+    assert draws.shape == ((7, 3, 5) if bayesian else (1, 3, 5))
+    assert ((draws > 0) & (draws < 1)).all()
+
+
+def _synthetic(members: int, n: int, depth: int, generator: torch.Generator) -> dict:
+    # Lists differ in the shape of their score curve (u ** a); the proportion of relevant
+    # documents is the mean score, 1 / (1 + a), from 0.17 to 0.83.
+    a = 0.2 + 4.8 * torch.rand(members, n, 1, generator=generator)
+    u = torch.rand(members, n, depth, generator=generator) ** a
+    x = u.sort(-1, descending=True).values
+    p = (1 / (1 + a)).squeeze(-1)
+    counts = torch.binomial(torch.full_like(p, float(depth)), p, generator=generator)
+    return {"x": x, "counts": counts, "mask": torch.ones(members, n, dtype=torch.bool)}
+
+
+def test_training_learns_and_selects_batch_size_on_validation() -> None:
+    g = torch.Generator().manual_seed(0)
+    train, val = _synthetic(2, 32, 20, g), _synthetic(2, 10, 20, g)
+    with pyro.get_param_store().scope():
+        before = set(pyro.get_param_store().keys())
+        trained = train_quantifier(
+            train,
+            val,
+            losses=["binomial", "mse"],
+            batch_sizes=[8, 16],
+            lr=0.02,
+            max_epochs=40,
+            patience=5,
+            seed=0,
+            progress=False,
+        )
+        assert set(pyro.get_param_store().keys()) == before
+    assert trained.val_mae.shape == (2, 2, 2)
+    assert trained.chosen.shape == (2, 2)
+    # the chosen batch size is the argmin of validation MAE
+    best = trained.val_mae.min(0).values
+    picked = trained.val_mae.gather(0, trained.chosen.unsqueeze(0)).squeeze(0)
+    torch.testing.assert_close(picked, best)
+    test = _synthetic(2, 30, 20, g)
+    p_hat = trained.predict(test["x"], "binomial", 20)
+    assert p_hat.shape == (2, 30)
+    mae = (p_hat - test["counts"] / 20).abs().mean()
+    baseline = (train["counts"].mean() / 20 - test["counts"] / 20).abs().mean()
+    assert mae < 0.8 * baseline  # better than predicting the training mean
+    with pytest.raises(InputDataError):
+        train_quantifier(train, {**val, "mask": torch.zeros(2, 10, dtype=torch.bool)})

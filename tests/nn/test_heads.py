@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from probrank.exceptions import InputDataError
+from probrank.nn.heads import (
+    DeepEnsembleHead,
+    FitOptions,
+    GPFHead,
+    HeadKind,
+    MCDropoutHead,
+    SNGPHead,
+    build_head,
+)
+from probrank.nn.losses import binary_focal_loss
+
+
+def _toy(n: int = 400) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.randn(n, 6)
+    y = (x[:, 0] - x[:, 1] + 0.3 * torch.randn(n) > 0).float()
+    return x, y
+
+
+@pytest.mark.parametrize("kind", list(HeadKind))
+def test_every_head_learns_and_gives_probabilities_and_posteriors(kind: HeadKind) -> None:
+    x, y = _toy()
+    head = build_head(kind, 6, hidden=32, **({"num_features": 256} if "g" in kind.value else {}))
+    history = head.fit(x, y, FitOptions(epochs=8, batch_size=100, lr=5e-3, seed=1))
+    assert history[-1] < history[0]
+    test_x, test_y = _toy(300)
+    p = head.predict_proba(test_x)
+    assert p.shape == (300,) and torch.all((p > 0) & (p < 1))
+    assert ((p > 0.5).float() == test_y).float().mean() > 0.8
+    post = head.posterior(test_x.reshape(30, 10, 6))
+    assert post.mean.shape == (30, 10)
+    assert post.lazy_covariance_matrix.shape == (30, 10, 10)
+
+
+def test_mc_dropout_is_reproducible_and_stochastic() -> None:
+    x, y = _toy()
+    head = MCDropoutHead(6, hidden=16, dropout=0.3, num_samples=10)
+    head.fit(x, y, FitOptions(epochs=2))
+    samples = head.sample_logits(x[:5])
+    assert samples.shape == (10, 5)
+    assert samples.std(0).min() > 0
+    torch.testing.assert_close(head.sample_logits(x[:5]), samples, rtol=0, atol=0)
+
+
+def test_ensemble_members_differ_and_prediction_averages_them() -> None:
+    x, y = _toy()
+    head = DeepEnsembleHead(6, num_members=5, hidden=16)
+    head.fit(x, y, FitOptions(epochs=2))
+    logits = head.sample_logits(x[:4])
+    assert logits.shape == (5, 4) and logits.std(0).min() > 0
+    torch.testing.assert_close(
+        head.predict_proba(x[:4]), torch.sigmoid(logits).mean(0), rtol=1e-6, atol=1e-7
+    )
+
+
+def test_gpf_is_sngp_with_focal_loss() -> None:
+    head = GPFHead(6, gamma=3.0, hidden=8, num_features=32)
+    logits, labels = torch.randn(10), (torch.rand(10) > 0.5).float()
+    torch.testing.assert_close(head.loss(logits, labels), binary_focal_loss(logits, labels, 3.0))
+
+
+def test_sngp_probability_is_the_mean_field_of_its_predictive() -> None:
+    x, y = _toy()
+    head = SNGPHead(6, hidden=16, num_features=128).double()
+    head.fit(x.double(), y.double(), FitOptions(epochs=3))
+    mean, var = head.predictive(x[:8].double())
+    expected = torch.sigmoid(mean / torch.sqrt(1 + torch.pi / 8 * var))
+    torch.testing.assert_close(head.predict_proba(x[:8].double()), expected, rtol=1e-12, atol=0)
+    assert torch.all(var > 0) and torch.all(var < 1.0)  # below the prior variance (about 1)
+
+
+def test_momentum_precision_is_close_to_the_exact_pass() -> None:
+    x, y = _toy(800)
+    options = FitOptions(epochs=4, batch_size=50, lr=1e-3)
+    head = SNGPHead(
+        6, hidden=16, num_features=64, dropout=0.0, precision_update="momentum", momentum=0.9
+    ).double()
+    head.fit(x.double(), y.double(), options)
+    momentum = head.gp.output.precision.clone()
+    head.compute_precision(x.double())
+    exact = head.gp.output.precision
+    assert float(torch.linalg.norm(momentum - exact) / torch.linalg.norm(exact)) < 0.15
+
+
+def test_unknown_head_raises() -> None:
+    with pytest.raises(InputDataError, match="head"):
+        build_head("gaussian_process", 3)

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import pytest
+import torch
+from botorch.acquisition.analytic import ExpectedImprovement, UpperConfidenceBound
+from botorch.acquisition.monte_carlo import qExpectedImprovement
+from botorch.posteriors.gpytorch import GPyTorchPosterior
+from linear_operator.operators import RootLinearOperator
+
+from probrank.exceptions import InputDataError
+from probrank.nn.heads import DeepEnsembleHead, FitOptions, MCDropoutHead, SNGPHead
+from probrank.posteriors import UtilityModel, sample_mvn
+
+
+@pytest.fixture
+def sngp() -> SNGPHead:
+    x = torch.randn(200, 4, dtype=torch.float64)
+    y = (x[:, 0] > 0).double()
+    head = SNGPHead(4, hidden=16, num_features=64, seed=0).double()
+    head.fit(x, y, FitOptions(epochs=3, batch_size=50))
+    return head
+
+
+def test_posterior_shapes_and_covariance_of_the_laplace_head(sngp: SNGPHead) -> None:
+    model = UtilityModel(sngp)
+    X = torch.randn(3, 5, 4, dtype=torch.float64)
+    post = model.posterior(X)
+    assert isinstance(post, GPyTorchPosterior)
+    assert post.mean.shape == (3, 5, 1) and post.variance.shape == (3, 5, 1)
+    assert isinstance(post.distribution.lazy_covariance_matrix, RootLinearOperator)
+    phi = sngp.phi(X).detach()
+    expected = phi @ sngp.gp.output.covariance @ phi.transpose(-1, -2)
+    torch.testing.assert_close(post.distribution.covariance_matrix, expected, rtol=1e-8, atol=1e-10)
+    mean, var = sngp.predictive(X)
+    torch.testing.assert_close(post.mean.squeeze(-1), mean, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(post.variance.squeeze(-1), var, rtol=1e-8, atol=1e-10)
+    noisy = UtilityModel(sngp, noise_variance=0.5).posterior(X, observation_noise=True)
+    torch.testing.assert_close(noisy.variance, post.variance + 0.5, rtol=1e-8, atol=1e-10)
+
+
+def test_botorch_acquisition_functions_run_on_the_model(sngp: SNGPHead) -> None:
+    model = UtilityModel(sngp)
+    X = torch.randn(7, 1, 4, dtype=torch.float64)
+    ei = ExpectedImprovement(model, best_f=0.0)(X)
+    ucb = UpperConfidenceBound(model, beta=2.0)(X)
+    assert ei.shape == (7,) and torch.all(ei >= 0)
+    post = model.posterior(X)
+    m, s = post.mean.reshape(-1), post.variance.reshape(-1).sqrt()
+    torch.testing.assert_close(ucb, m + 2.0**0.5 * s, rtol=1e-8, atol=1e-10)
+    normal = torch.distributions.Normal(0.0, 1.0)
+    z = m / s
+    expected_ei = s * (z * normal.cdf(z) + normal.log_prob(z).exp())
+    torch.testing.assert_close(ei, expected_ei, rtol=1e-6, atol=1e-8)
+    qei = qExpectedImprovement(model, best_f=0.0)(torch.randn(4, 3, 4, dtype=torch.float64))
+    assert qei.shape == (4,) and torch.all(qei >= 0)
+
+
+def test_sample_based_posteriors_match_sample_moments() -> None:
+    samples = torch.randn(30, 2, 6, dtype=torch.float64)
+    mvn = sample_mvn(samples)
+    centred = samples - samples.mean(0)
+    expected = torch.einsum("sbi,sbj->bij", centred, centred) / 29
+    torch.testing.assert_close(mvn.covariance_matrix, expected, rtol=1e-10, atol=1e-12)
+    x = torch.randn(100, 3)
+    y = (x[:, 0] > 0).float()
+    for head in (MCDropoutHead(3, hidden=8, dropout=0.3), DeepEnsembleHead(3, hidden=8)):
+        head.fit(x, y, FitOptions(epochs=2))
+        post = UtilityModel(head).posterior(torch.randn(2, 4, 3))
+        assert post.mean.shape == (2, 4, 1)
+        assert torch.all(post.variance > 0)
+
+
+def test_bad_arguments_raise(sngp: SNGPHead) -> None:
+    model = UtilityModel(sngp)
+    with pytest.raises(InputDataError, match="one output"):
+        model.posterior(torch.randn(2, 4, dtype=torch.float64), output_indices=[1])
+    with pytest.raises(InputDataError, match="batch_shape"):
+        model.posterior(torch.randn(4, dtype=torch.float64))
