@@ -1,0 +1,66 @@
+"""The demo's sections: each takes the :class:`DemoContext`, returns markdown for ``report.md``,
+stores its numbers in ``ctx.results`` and writes its figure into the report folder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from probrank.demo.plots import bar_chart
+from probrank.demo.runner import DemoContext
+from probrank.evaluation import compare, evaluate
+from probrank.experiments.results import format_table
+
+__all__ = ["SECTIONS", "evaluation_section", "fusion_section"]
+
+DEMO_MEASURES = ["AP", "nDCG@10", "P@5", "P@10", "R@100", "RR"]
+
+
+def _fmt(rows: dict[str, dict[str, float]]) -> dict[str, dict[str, str]]:
+    return {name: {m: f"{v:.4f}" for m, v in row.items()} for name, row in rows.items()}
+
+
+def evaluation_section(ctx: DemoContext) -> str:
+    """trec_eval measures of the generated runs and randomisation tests against the best."""
+    qrels, runs = ctx.collection.qrels, ctx.collection.runs
+    rows = {r.name: evaluate(qrels, r, DEMO_MEASURES) for r in runs}
+    table = format_table("Generated runs (trec_eval semantics through ir-measures)", _fmt(rows))
+    tests = compare(qrels, runs, ["AP", "nDCG@10"], test="randomization", seed=ctx.seed)
+    ctx.results["evaluation"] = {name: dict(row) for name, row in rows.items()}
+    figure = ctx.figure_path("evaluation.png")
+    bar_chart(rows, DEMO_MEASURES, "Generated runs", figure)
+    significance = tests.to_string(index=False, float_format=lambda v: f"{v:.4f}")
+    quality = ", ".join(f"{k} {v:.2f}" for k, v in ctx.collection.run_quality.items())
+    return (
+        "## Evaluation\n\n"
+        f"Runs generated with relevant-score means (in exponential scales): {quality}.\n\n"
+        f"```\n{table}\n```\n\n"
+        f"Randomisation tests against `{runs[0].name}` (Holm-corrected):\n\n"
+        f"```\n{significance}\n```\n\n"
+        f"![evaluation]({figure.name})\n"
+    )
+
+
+def fusion_section(ctx: DemoContext) -> str:
+    """CombSUM, CombMNZ and QLFusion (Bayesian quantifier, 5-fold CV) on the generated runs."""
+    from probrank.experiments.qlfusion import qlfusion_demo
+
+    out = qlfusion_demo(ctx.collection.runs, ctx.collection.qrels, seed=ctx.seed, quick=True)
+    mae = out.pop("qlfusion_mae", {}).get("MAE", float("nan"))
+    ctx.results["fusion"] = {**out, "qlfusion_test_mae": mae}
+    measures = list(next(iter(out.values())))
+    figure = ctx.figure_path("fusion.png")
+    bar_chart(out, measures, "Fusion of the generated runs", figure)
+    table = format_table("Fused runs (5-fold CV over queries for QLFusion)", _fmt(out))
+    return (
+        "## Rank fusion and QLFusion\n\n"
+        "QLFusion predicts, per (query, run), the proportion of relevant documents in the top "
+        "100 with a Bayesian output layer trained by SVI (binomial likelihood), and weights "
+        f"each run's min-max scores by it. Test MAE of the predicted proportion: {mae:.4f}.\n\n"
+        f"```\n{table}\n```\n\n![fusion]({figure.name})\n"
+    )
+
+
+SECTIONS: list[tuple[str, Callable[[DemoContext], str]]] = [
+    ("evaluation", evaluation_section),
+    ("fusion", fusion_section),
+]
