@@ -13,6 +13,13 @@ import torch
 from probrank.data.paths import shared_data_dir
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _one_torch_thread() -> None:
+    """One intra-op thread per test process: pytest-xdist already runs one worker per core,
+    and oversubscribed cores made small linear algebra up to 80x slower on a busy machine."""
+    torch.set_num_threads(1)
+
+
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     """Seed every RNG before each test (never at import)."""

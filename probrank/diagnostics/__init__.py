@@ -1,5 +1,72 @@
-"""Diagnostics: posterior draws to ArviZ, summaries with R-hat and ESS."""
+"""Diagnostics: posteriors to ArviZ, summaries (R-hat, ESS, divergences), convergence checks,
+posterior predictive checks, PSIS-LOO comparison, SVI-vs-NUTS comparison and plots.
 
-from probrank.diagnostics.arviz import output_layer_dims, summary, to_inference_data
+From a fitted model to a summary table in one call::
 
-__all__ = ["output_layer_dims", "summary", "to_inference_data"]
+    from probrank.diagnostics import summarize
+    summarize(net)                      # a QLFusion net's Bayesian output layer (SVI)
+    summarize(fit_nuts(model, x, y))    # NUTS: R-hat, bulk/tail ESS, divergences
+"""
+
+from probrank.diagnostics.arviz import (
+    from_draws,
+    layer_draws,
+    output_layer_dims,
+    summarize,
+    to_inference_data,
+)
+from probrank.diagnostics.compare import compare_posteriors
+from probrank.diagnostics.convergence import ConvergenceReport, check_convergence
+from probrank.diagnostics.loo import LooResult, compare_models, loo
+from probrank.diagnostics.plots import (
+    plot_forest,
+    plot_posterior_comparison,
+    plot_ppc,
+    plot_reliability,
+    plot_trace,
+    save_posterior_summary,
+)
+from probrank.diagnostics.ppc import (
+    PPCResult,
+    Statistic,
+    posterior_predictive_pvalue,
+    ppc_bernoulli,
+    ppc_binomial,
+    ppc_bradley_terry,
+    ppc_from_inference_data,
+    predictive_check,
+)
+from probrank.diagnostics.pyro_model import from_pyro
+from probrank.diagnostics.summary import divergences, hdi, summary
+
+__all__ = [
+    "ConvergenceReport",
+    "LooResult",
+    "PPCResult",
+    "Statistic",
+    "check_convergence",
+    "compare_models",
+    "compare_posteriors",
+    "divergences",
+    "from_draws",
+    "from_pyro",
+    "hdi",
+    "layer_draws",
+    "loo",
+    "output_layer_dims",
+    "plot_forest",
+    "plot_posterior_comparison",
+    "plot_ppc",
+    "plot_reliability",
+    "plot_trace",
+    "posterior_predictive_pvalue",
+    "ppc_bernoulli",
+    "ppc_binomial",
+    "ppc_bradley_terry",
+    "ppc_from_inference_data",
+    "predictive_check",
+    "save_posterior_summary",
+    "summarize",
+    "summary",
+    "to_inference_data",
+]

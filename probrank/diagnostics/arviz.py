@@ -1,25 +1,65 @@
-"""Posterior draws (SVI guide samples, MCMC chains) to ArviZ, and their summaries.
+"""Posteriors (draws, NUTS chains, Pyro MCMC, Bayesian layers, Laplace Gaussians) to ArviZ.
 
-:func:`to_inference_data` goes through :func:`arviz.from_dict`, which exists in ArviZ 0.x
-(``InferenceData``) and 1.x (``DataTree``). Draws are given as ``{name: chains x draws x
-*shape}``; guide samples, which have no chains, are passed with ``chains=False`` and get one
-chain. Named dims and coords make the output layer's weights readable (``hidden`` unit,
-``output``).
+:func:`to_inference_data` is one verb for every kind of posterior probrank produces; the
+source's type picks the converter (a :func:`functools.singledispatch` registry):
+
+========================================  =================================================
+source                                    posterior group
+========================================  =================================================
+``{name: chains x draws x *shape}``       the draws (``chains=False``: `draws x *shape`,
+                                          one chain, e.g. guide or SWAG samples)
+:class:`~probrank.inference.mcmc.`        the chains, plus ``sample_stats.diverging``
+``NutsSamples`` (:func:`fit_nuts`)
+:class:`pyro.infer.MCMC`                  ``get_samples(group_by_chain=True)`` plus
+                                          ``sample_stats.diverging``
+a :class:`~probrank.nn.bayesian_linear.`  ``num_samples`` draws of every ``BayesianLinear``
+``BayesianLinear`` or a ``PyroModule``    layer's ``weight`` and ``bias`` from its fitted
+holding some (e.g. the QLFusion net)      mean-field guide (one chain)
+a ``MultivariateNormal`` or               ``num_samples`` draws of a Laplace (Gaussian)
+``(mean, covariance)``                    posterior, variable ``var_name`` (one chain)
+ArviZ data                                returned unchanged
+========================================  =================================================
+
+Pyro models fitted by SVI or NUTS, with posterior predictive draws and pointwise
+log-likelihoods (for PPC and LOO), go through :func:`probrank.diagnostics.from_pyro`.
+
+Everything is built by :func:`arviz.from_dict`, which exists in ArviZ 0.x (``InferenceData``)
+and 1.x (``DataTree``). Dims are named: a layer's weight is ``(member..., output, feature)``,
+a Laplace posterior over candidates ``(candidate,)``; pass ``dims``/``coords`` to rename or
+label them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import singledispatch
 from typing import Any
 
-import arviz as az
 import numpy as np
-import pandas as pd
+import torch
+from pyro.infer import MCMC
+from pyro.nn import PyroModule
 from torch import Tensor
+from torch.distributions import MultivariateNormal
 
+from probrank.diagnostics._data import as_numpy, build, is_arviz_data
+from probrank.diagnostics.summary import summary
 from probrank.exceptions import InputDataError
+from probrank.inference.mcmc import NutsSamples, divergence_mask
+from probrank.nn.bayesian_linear import BayesianLinear
 
-__all__ = ["output_layer_dims", "summary", "to_inference_data"]
+__all__ = [
+    "from_draws",
+    "layer_draws",
+    "output_layer_dims",
+    "summarize",
+    "summary",
+    "to_inference_data",
+]
+
+ArrayLike = Tensor | np.ndarray
+Dims = Mapping[str, Sequence[str]]
+Coords = Mapping[str, Sequence[Any]]
 
 
 def output_layer_dims(
@@ -44,85 +84,236 @@ def output_layer_dims(
     return dims, coords
 
 
-def to_inference_data(
-    draws: Mapping[str, Tensor | np.ndarray],
+def from_draws(
+    draws: Mapping[str, ArrayLike],
     *,
     chains: bool = True,
-    dims: Mapping[str, Sequence[str]] | None = None,
-    coords: Mapping[str, Sequence[Any]] | None = None,
-    posterior_predictive: Mapping[str, Tensor | np.ndarray] | None = None,
-    observed_data: Mapping[str, Tensor | np.ndarray] | None = None,
+    dims: Dims | None = None,
+    coords: Coords | None = None,
+    sample_stats: Mapping[str, ArrayLike] | None = None,
+    posterior_predictive: Mapping[str, ArrayLike] | None = None,
+    log_likelihood: Mapping[str, ArrayLike] | None = None,
+    observed_data: Mapping[str, ArrayLike] | None = None,
 ) -> Any:
-    """Convert posterior draws to ArviZ data.
+    """ArviZ data from posterior draws (and optionally the other groups).
 
     Args:
-        draws: ``{name: chains x draws x *shape}`` (or ``draws x *shape`` with
-            ``chains=False``) tensors or arrays.
-        chains: Whether the first dimension indexes chains.
-        dims: Names of each variable's dims after ``chain`` and ``draw``.
+        draws: ``{name: chains x draws x *shape}`` (``draws x *shape`` with ``chains=False``).
+        chains: Whether the first dimension of every sampled group indexes chains.
+        dims: Names of each variable's dims after ``chain`` and ``draw`` (shared by groups).
         coords: Coordinates of the named dims.
+        sample_stats: Per-draw sampler statistics (e.g. ``diverging``), same layout.
         posterior_predictive: Predictive draws, same layout as ``draws``.
+        log_likelihood: Pointwise log-likelihood draws, same layout (for LOO).
         observed_data: Observations, without chain/draw dims.
 
     Returns:
-        An ``arviz.InferenceData`` (ArviZ 0.x) or ``DataTree`` (1.x) with a ``posterior`` group.
+        ``InferenceData`` (ArviZ 0.x) or ``DataTree`` (1.x).
 
     Raises:
-        InputDataError: no draws, or draws whose chain/draw dims disagree.
+        InputDataError: no draws, or sampled groups whose (chain, draw) dims disagree.
     """
     if not draws:
         raise InputDataError("no posterior draws to convert")
 
-    def prepare(group: Mapping[str, Tensor | np.ndarray]) -> dict[str, np.ndarray]:
+    def sampled(group: Mapping[str, ArrayLike] | None) -> dict[str, np.ndarray]:
         out = {}
-        for name, value in group.items():
-            array = value.detach().cpu().numpy() if isinstance(value, Tensor) else np.asarray(value)
+        for name, value in (group or {}).items():
+            array = as_numpy(value)
             out[name] = array if chains else array[None]
         return out
 
-    posterior = prepare(draws)
-    lead = {v.shape[:2] for v in posterior.values()}
-    if len(lead) != 1:
-        raise InputDataError(f"draws disagree on (chain, draw) dims: {sorted(lead)}")
-    kwargs: dict[str, Any] = {
-        "posterior": posterior,
-        "dims": {k: list(v) for k, v in (dims or {}).items()},
-        "coords": {k: list(v) for k, v in (coords or {}).items()},
+    groups = {
+        "posterior": sampled(draws),
+        "sample_stats": sampled(sample_stats),
+        "posterior_predictive": sampled(posterior_predictive),
+        "log_likelihood": sampled(log_likelihood),
+        "observed_data": {k: as_numpy(v) for k, v in (observed_data or {}).items()},
     }
-    if posterior_predictive is not None:
-        kwargs["posterior_predictive"] = prepare(posterior_predictive)
-    if observed_data is not None:
-        kwargs["observed_data"] = {
-            k: v.detach().cpu().numpy() if isinstance(v, Tensor) else np.asarray(v)
-            for k, v in observed_data.items()
-        }
-    return az.from_dict(**kwargs)
+    lead = {
+        v.shape[:2]
+        for name, group in groups.items()
+        if name != "observed_data"
+        for v in group.values()
+    }
+    if any(len(shape) < 2 for shape in lead) or len(lead) != 1:
+        raise InputDataError(f"draws disagree on (chain, draw) dims: {sorted(lead)}")
+    return build(groups, dims=dims, coords=coords)
 
 
-def summary(
-    data: Any, *, hdi_prob: float = 0.9, var_names: Sequence[str] | None = None
-) -> pd.DataFrame:
-    """Means, standard deviations, HDIs and, with two or more chains, R-hat and ESS.
+@singledispatch
+def to_inference_data(source: Any, **options: Any) -> Any:
+    """Convert a posterior to ArviZ data (see the module docstring for the sources).
 
     Args:
-        data: The output of :func:`to_inference_data`.
-        hdi_prob: Mass of the highest-density interval.
-        var_names: Variables to summarise (default: all).
+        source: Draws, NUTS samples, a Pyro ``MCMC``, a Bayesian layer or module, a Gaussian
+            (Laplace) posterior, or ArviZ data.
+        **options: Per source: ``chains``; ``num_samples`` and ``seed`` (sampled sources);
+            ``var_name`` (Gaussians); and for all: ``dims``, ``coords``,
+            ``posterior_predictive``, ``log_likelihood``, ``observed_data``.
 
     Returns:
-        One row per scalar parameter: ``mean``, ``sd``, ``hdi_low``, ``hdi_high`` and, when
-        the draws have several chains (MCMC), ``ess_bulk``, ``ess_tail``, ``r_hat``.
+        ``InferenceData`` (ArviZ 0.x) or ``DataTree`` (1.x).
+
+    Raises:
+        InputDataError: an unsupported source or inconsistent draws.
     """
-    if not 0 < hdi_prob < 1:
-        raise InputDataError(f"hdi_prob must be in (0, 1), got {hdi_prob}")
-    chains = int(data.posterior.sizes["chain"])
-    kind: Any = "all" if chains > 1 else "stats"
-    table: Any = az.summary(
-        data, var_names=list(var_names) if var_names else None, hdi_prob=hdi_prob, kind=kind
+    if is_arviz_data(source):
+        return source
+    raise InputDataError(
+        f"cannot convert a {type(source).__name__} to ArviZ data; give draws, NutsSamples, a "
+        "pyro MCMC, a BayesianLinear (or a PyroModule holding one) or a MultivariateNormal"
     )
-    low, high = (c for c in table.columns if c.startswith("hdi_"))
-    table = table.rename(columns={low: "hdi_low", high: "hdi_high"})
-    keep = ["mean", "sd", "hdi_low", "hdi_high"]
-    if chains > 1:
-        keep += ["ess_bulk", "ess_tail", "r_hat"]
-    return pd.DataFrame(table[keep])
+
+
+@to_inference_data.register(Mapping)
+def _mapping(source: Mapping[str, ArrayLike], **options: Any) -> Any:
+    return from_draws(source, **options)
+
+
+@to_inference_data.register(NutsSamples)
+def _nuts(source: NutsSamples, **options: Any) -> Any:
+    stats = {**source.sample_stats, **dict(options.pop("sample_stats", None) or {})}
+    return from_draws(dict(source), chains=True, sample_stats=stats, **options)
+
+
+@to_inference_data.register(MCMC)
+def _mcmc(source: MCMC, **options: Any) -> Any:
+    samples = {k: v.detach() for k, v in source.get_samples(group_by_chain=True).items()}
+    if not samples:
+        raise InputDataError("the MCMC object holds no samples; call run() first")
+    draws = next(iter(samples.values())).shape[1]
+    diverging, _ = divergence_mask(source, draws)
+    stats = {"diverging": diverging, **dict(options.pop("sample_stats", None) or {})}
+    return from_draws(samples, chains=True, sample_stats=stats, **options)
+
+
+def _site(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def layer_draws(
+    module: PyroModule, num_samples: int = 1000, *, seed: int = 0
+) -> tuple[dict[str, Tensor], dict[str, list[str]]]:
+    """Draws of every :class:`BayesianLinear` layer's weight and bias from its own guide.
+
+    Args:
+        module: A ``BayesianLinear`` or a ``PyroModule`` holding some.
+        num_samples: `S` draws.
+        seed: Seeds the draws.
+
+    Returns:
+        ``({site: S x *batch x o x d | S x *batch x o}, {site: dims})``: site names as in the
+        model trace (``output.weight``); dims ``(member, output, feature)`` for a single
+        layer, prefixed by the layer's name (``output.feature``) when there are several.
+    """
+    if num_samples < 1:
+        raise InputDataError(f"num_samples must be positive, got {num_samples}")
+    layers = [m for _, m in module.named_modules() if isinstance(m, BayesianLinear)]
+    if not layers:
+        raise InputDataError(f"{type(module).__name__} holds no BayesianLinear layer")
+    generator = torch.Generator().manual_seed(seed)
+    draws: dict[str, Tensor] = {}
+    dims: dict[str, list[str]] = {}
+    for layer in layers:
+        prefix = layer._pyro_name
+        tag = "" if len(layers) == 1 else f"{prefix}."
+        batch = [f"{tag}member" if i == 0 else f"{tag}member_{i}"
+                 for i in range(len(layer.batch_shape))]  # fmt: skip
+        params = [("weight", layer.weight_loc, layer.weight_scale)]
+        if layer.has_bias:
+            params.append(("bias", layer.bias_loc, layer.bias_scale))
+        with torch.no_grad():
+            for name, loc, scale in params:
+                eps = torch.randn((num_samples, *loc.shape), generator=generator, dtype=loc.dtype)
+                draws[_site(prefix, name)] = loc.detach() + scale.detach() * eps
+        dims[_site(prefix, "weight")] = [*batch, f"{tag}output", f"{tag}feature"]
+        dims[_site(prefix, "bias")] = [*batch, f"{tag}output"]
+    return draws, dims
+
+
+@to_inference_data.register(PyroModule)
+def _module(source: PyroModule, *, num_samples: int = 1000, seed: int = 0, **options: Any) -> Any:
+    draws, dims = layer_draws(source, num_samples, seed=seed)
+    dims.update({k: list(v) for k, v in dict(options.pop("dims", None) or {}).items()})
+    return from_draws(draws, chains=False, dims=dims, **options)
+
+
+def _gaussian_draws(mean: Tensor, covariance: Tensor, num_samples: int, seed: int) -> Tensor:
+    """`S x *batch x n` draws of ``N(mean, covariance)`` (Cholesky with growing jitter)."""
+    if num_samples < 1:
+        raise InputDataError(f"num_samples must be positive, got {num_samples}")
+    if mean.dim() < 1 or covariance.shape != (*mean.shape, mean.shape[-1]):
+        raise InputDataError(
+            f"mean must be `... x n` and covariance `... x n x n`, got {tuple(mean.shape)} and "
+            f"{tuple(covariance.shape)}"
+        )
+    cov = covariance.detach().to(torch.float64)
+    cov = 0.5 * (cov + cov.transpose(-1, -2))
+    eye = torch.eye(cov.shape[-1], dtype=cov.dtype)
+    scale = float(cov.diagonal(dim1=-2, dim2=-1).abs().mean().clamp_min(1e-12))
+    for jitter in (0.0, 1e-10, 1e-8, 1e-6, 1e-4):
+        root, info = torch.linalg.cholesky_ex(cov + jitter * scale * eye)
+        if not bool(info.any()):
+            break
+    else:
+        raise InputDataError("the covariance is not positive semi-definite")
+    generator = torch.Generator().manual_seed(seed)
+    eps = torch.randn((num_samples, *mean.shape), generator=generator, dtype=cov.dtype)
+    return mean.detach().to(cov.dtype) + (root @ eps.unsqueeze(-1)).squeeze(-1)
+
+
+def _gaussian(
+    mean: Tensor,
+    covariance: Tensor,
+    *,
+    num_samples: int = 1000,
+    seed: int = 0,
+    var_name: str = "f",
+    **options: Any,
+) -> Any:
+    draws = _gaussian_draws(mean, covariance, num_samples, seed)
+    dims = dict(options.pop("dims", None) or {})
+    if var_name not in dims:
+        batch = [f"batch_{i}" for i in range(mean.dim() - 1)]
+        dims[var_name] = [*batch, "candidate"]
+    return from_draws({var_name: draws}, chains=False, dims=dims, **options)
+
+
+@to_inference_data.register(MultivariateNormal)
+def _mvn(source: MultivariateNormal, **options: Any) -> Any:
+    return _gaussian(source.mean, source.covariance_matrix, **options)
+
+
+@to_inference_data.register(tuple)
+def _mean_covariance(source: tuple[Tensor, Tensor], **options: Any) -> Any:
+    if len(source) != 2:
+        raise InputDataError("a Gaussian posterior tuple must be (mean, covariance)")
+    mean, covariance = (torch.as_tensor(t) for t in source)
+    return _gaussian(mean, covariance, **options)
+
+
+def summarize(
+    source: Any,
+    *,
+    hdi_prob: float = 0.9,
+    var_names: Sequence[str] | None = None,
+    **options: Any,
+) -> Any:
+    """One call from a fitted posterior to its ArviZ summary table.
+
+    ``summarize(net)`` for a fitted QLFusion net (its Bayesian output layer),
+    ``summarize(fit_nuts(model, ...))`` for NUTS draws (with R-hat, bulk/tail ESS and the
+    divergences in ``table.attrs``), ``summarize(mvn)`` for a Laplace posterior, or any
+    ArviZ data.
+
+    Args:
+        source: Anything :func:`to_inference_data` accepts.
+        hdi_prob: HDI mass.
+        var_names: Variables to summarise (default: all).
+        **options: Conversion options (``num_samples``, ``seed``, ``dims``, ...).
+
+    Returns:
+        The :func:`~probrank.diagnostics.summary.summary` table (a ``pandas.DataFrame``).
+    """
+    return summary(to_inference_data(source, **options), hdi_prob=hdi_prob, var_names=var_names)

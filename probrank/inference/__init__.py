@@ -1,6 +1,6 @@
 """Inference: SVI with early stopping, NUTS, posterior predictive summaries."""
 
-from probrank.inference.mcmc import fit_nuts
+from probrank.inference.mcmc import NutsSamples, fit_nuts
 from probrank.inference.predictive import (
     PredictiveSummary,
     credible_interval,
@@ -10,6 +10,7 @@ from probrank.inference.svi import FitResult, fit_svi
 
 __all__ = [
     "FitResult",
+    "NutsSamples",
     "PredictiveSummary",
     "credible_interval",
     "fit_nuts",

@@ -1,7 +1,10 @@
 """NUTS through :class:`pyro.infer.MCMC`, chains run one after another with their own seeds.
 
 Chains are run sequentially (no worker processes, which the 2-core machines and notebooks do
-not like) and stacked, so the result has a chain dimension for R-hat and ESS.
+not like) and stacked, so the result has a chain dimension for R-hat and ESS. The result is a
+:class:`NutsSamples`: a plain ``{site: chains x draws x *shape}`` dict that also carries the
+sampler's per-draw divergences and per-chain acceptance rates, which
+:func:`probrank.diagnostics.to_inference_data` turns into ArviZ's ``sample_stats`` group.
 """
 
 from __future__ import annotations
@@ -16,7 +19,65 @@ from torch import Tensor
 
 from probrank.exceptions import InputDataError
 
-__all__ = ["fit_nuts"]
+__all__ = ["NutsSamples", "divergence_mask", "fit_nuts"]
+
+
+class NutsSamples(dict[str, Tensor]):
+    """``{site: chains x draws x *site_shape}`` draws plus the sampler's diagnostics.
+
+    A ``dict`` subclass, so code that expects the plain samples keeps working.
+
+    Args:
+        samples: The draws by site.
+        diverging: `chains x draws` bool, True where the transition diverged.
+        acceptance_rate: `chains` mean acceptance rate of each chain after warm-up.
+    """
+
+    def __init__(
+        self, samples: dict[str, Tensor], diverging: Tensor, acceptance_rate: Tensor
+    ) -> None:
+        super().__init__(samples)
+        self.diverging = diverging
+        self.acceptance_rate = acceptance_rate
+
+    @property
+    def num_divergences(self) -> int:
+        """Divergent transitions over all chains (after warm-up)."""
+        return int(self.diverging.sum())
+
+    @property
+    def sample_stats(self) -> dict[str, Tensor]:
+        """ArviZ ``sample_stats`` variables: ``{"diverging": chains x draws}``."""
+        return {"diverging": self.diverging}
+
+
+def divergence_mask(mcmc: MCMC, num_samples: int) -> tuple[Tensor, Tensor]:
+    """Per-draw divergences and per-chain acceptance rates of a finished Pyro MCMC run.
+
+    Pyro records, per chain, the indices of divergent transitions counted from the end of
+    warm-up (negative during warm-up; those are dropped).
+
+    Args:
+        mcmc: A :class:`pyro.infer.MCMC` after ``run``.
+        num_samples: Draws per chain.
+
+    Returns:
+        ``(diverging, acceptance_rate)``: `chains x draws` bool and `chains` float (NaN where
+        the kernel reports none).
+    """
+    stats = mcmc.diagnostics()
+    chains = int(mcmc.num_chains)
+    diverging = torch.zeros(chains, num_samples, dtype=torch.bool)
+    rates = torch.full((chains,), float("nan"), dtype=torch.float64)
+    for chain in range(chains):
+        key = f"chain {chain}"
+        for index in stats.get("divergences", {}).get(key, []):
+            if 0 <= int(index) < num_samples:
+                diverging[chain, int(index)] = True
+        rate = stats.get("acceptance rate", {}).get(key)
+        if rate is not None:
+            rates[chain] = float(rate)
+    return diverging, rates
 
 
 def fit_nuts(
@@ -28,9 +89,10 @@ def fit_nuts(
     seed: int = 0,
     target_accept_prob: float = 0.8,
     max_tree_depth: int = 8,
+    full_mass: bool = False,
     progress: bool = False,
     **kwargs: Any,
-) -> dict[str, Tensor]:
+) -> NutsSamples:
     """Sample the latent sites of ``model(*args, **kwargs)`` with NUTS.
 
     Parameters the model reads with ``pyro.param`` (or a PyroModule's ``nn.Parameter``) are
@@ -46,11 +108,14 @@ def fit_nuts(
         seed: Base seed.
         target_accept_prob: NUTS step-size adaptation target.
         max_tree_depth: NUTS tree depth limit.
+        full_mass: Adapt a dense mass matrix during warm-up (for strongly correlated
+            posteriors, e.g. collinear features); default diagonal.
         progress: Show Pyro's progress bar.
         **kwargs: Its keyword arguments.
 
     Returns:
-        ``{site: chains x draws x *site_shape}`` samples.
+        ``{site: chains x draws x *site_shape}`` samples (a :class:`NutsSamples`, which also
+        holds the `chains x draws` divergences and the acceptance rates).
     """
     if num_samples < 1 or warmup_steps < 0 or num_chains < 1:
         raise InputDataError(
@@ -58,6 +123,8 @@ def fit_nuts(
             f"{warmup_steps}, {num_chains}"
         )
     chains: list[dict[str, Tensor]] = []
+    diverging: list[Tensor] = []
+    rates: list[Tensor] = []
     store = pyro.get_param_store()
     for chain in range(num_chains):
         with store.scope(), torch.random.fork_rng(devices=[]):
@@ -66,6 +133,7 @@ def fit_nuts(
                 model,
                 target_accept_prob=target_accept_prob,
                 max_tree_depth=max_tree_depth,
+                full_mass=full_mass,
                 jit_compile=False,
             )
             mcmc = MCMC(
@@ -77,4 +145,8 @@ def fit_nuts(
             )
             mcmc.run(*args, **kwargs)
             chains.append({k: v.detach() for k, v in mcmc.get_samples().items()})
-    return {k: torch.stack([c[k] for c in chains]) for k in chains[0]}
+            mask, rate = divergence_mask(mcmc, num_samples)
+            diverging.append(mask[0])
+            rates.append(rate[0])
+    samples = {k: torch.stack([c[k] for c in chains]) for k in chains[0]}
+    return NutsSamples(samples, torch.stack(diverging), torch.stack(rates))

@@ -1,12 +1,28 @@
-"""Posterior draws to ArviZ: shapes, names, summaries."""
+"""Posteriors to ArviZ: shapes, dims and names round-trip for every source; summaries."""
 
 from __future__ import annotations
 
+import gpytorch
+import numpy as np
+import pyro
+import pyro.distributions as dist
 import pytest
 import torch
+from pyro.infer import MCMC, NUTS
 
-from probrank.diagnostics.arviz import output_layer_dims, summary, to_inference_data
+from probrank.diagnostics import (
+    from_pyro,
+    layer_draws,
+    output_layer_dims,
+    summarize,
+    summary,
+    to_inference_data,
+)
+from probrank.diagnostics._data import get_group, has_group
 from probrank.exceptions import InputDataError
+from probrank.inference.mcmc import NutsSamples
+from probrank.models.qlfusion import QLFusionNet
+from probrank.nn.bayesian_linear import BayesianLinear
 
 
 def test_mcmc_draws_with_named_dims_and_rhat() -> None:
@@ -16,6 +32,7 @@ def test_mcmc_draws_with_named_dims_and_rhat() -> None:
     posterior = data.posterior
     assert dict(posterior.sizes) == {"chain": 2, "draw": 100, "output": 1, "hidden": 4}
     assert posterior["output.weight"].dims == ("chain", "draw", "output", "hidden")
+    np.testing.assert_array_equal(posterior["output.weight"].values, draws["output.weight"])
     table = summary(data)
     assert list(table.columns) == [
         "mean",
@@ -27,7 +44,11 @@ def test_mcmc_draws_with_named_dims_and_rhat() -> None:
         "r_hat",
     ]
     assert len(table) == 5
+    assert list(table.index)[:2] == ["output.weight[0, 0]", "output.weight[0, 1]"]
     assert ((table["r_hat"] > 0.9) & (table["r_hat"] < 1.1)).all()
+    flat = draws["output.bias"].reshape(-1).double()
+    np.testing.assert_allclose(table.loc["output.bias[0]", "mean"], float(flat.mean()), rtol=1e-6)
+    np.testing.assert_allclose(table.loc["output.bias[0]", "sd"], float(flat.std()), rtol=1e-6)
 
 
 def test_guide_draws_have_one_chain_and_no_rhat() -> None:
@@ -38,8 +59,172 @@ def test_guide_draws_have_one_chain_and_no_rhat() -> None:
     assert (table["hdi_low"] < table["hdi_high"]).all()
 
 
+def test_hdi_of_exponential_draws_is_zero_to_its_quantile() -> None:
+    # the 90% HDI of Exp(1) is [0, -log(0.1)] = [0, 2.303] (the density decreases)
+    draws = torch.distributions.Exponential(torch.tensor(1.0, dtype=torch.float64)).sample(
+        (1, 20000)
+    )
+    table = summary(to_inference_data({"z": draws}), hdi_prob=0.9)
+    np.testing.assert_allclose(table.loc["z", "hdi_low"], 0.0, atol=0.01)
+    np.testing.assert_allclose(table.loc["z", "hdi_high"], 2.303, atol=0.08)
+
+
 def test_bad_draws() -> None:
     with pytest.raises(InputDataError):
         to_inference_data({})
     with pytest.raises(InputDataError):
         to_inference_data({"a": torch.randn(2, 10), "b": torch.randn(3, 10)})
+    with pytest.raises(InputDataError):
+        to_inference_data("not a posterior")
+
+
+def test_nuts_samples_carry_divergences_into_sample_stats() -> None:
+    diverging = torch.zeros(3, 40, dtype=torch.bool)
+    diverging[1, [2, 7]] = True
+    samples = NutsSamples({"mu": torch.randn(3, 40)}, diverging, torch.full((3,), 0.9))
+    data = to_inference_data(samples)
+    assert has_group(data, "sample_stats")
+    stats = get_group(data, "sample_stats")
+    assert stats["diverging"].dims == ("chain", "draw")
+    np.testing.assert_array_equal(stats["diverging"].values, diverging.numpy())
+    assert summarize(samples).attrs["divergences"] == 2
+
+
+def test_pyro_mcmc_object() -> None:
+    def model() -> None:
+        pyro.sample("mu", dist.Normal(torch.zeros(2), 1.0).to_event(1))
+
+    mcmc = MCMC(NUTS(model), num_samples=30, warmup_steps=20, disable_progbar=True)
+    mcmc.run()
+    data = to_inference_data(mcmc, dims={"mu": ["feature"]}, coords={"feature": ["a", "b"]})
+    posterior = get_group(data, "posterior")
+    assert posterior["mu"].dims == ("chain", "draw", "feature")
+    assert list(posterior["mu"].coords["feature"].values) == ["a", "b"]
+    np.testing.assert_allclose(
+        posterior["mu"].values, mcmc.get_samples(group_by_chain=True)["mu"].numpy()
+    )
+    assert get_group(data, "sample_stats")["diverging"].shape == (1, 30)
+    assert list(summary(data).index) == ["mu[a]", "mu[b]"]
+
+
+def test_bayesian_layer_draws_follow_its_guide() -> None:
+    layer = BayesianLinear(3, 2, seed=1)
+    with torch.no_grad():
+        layer.weight_scale.mul_(10.0)
+    data = to_inference_data(layer, num_samples=4000, seed=3)
+    posterior = get_group(data, "posterior")
+    assert posterior["weight"].dims == ("chain", "draw", "output", "feature")
+    assert dict(posterior.sizes) == {"chain": 1, "draw": 4000, "output": 2, "feature": 3}
+    weights = torch.as_tensor(posterior["weight"].values[0])
+    # Monte Carlo: 4000 draws, standard error of the mean 0.1 / 63 = 0.0016
+    torch.testing.assert_close(weights.mean(0), layer.weight_loc.detach(), rtol=0, atol=0.008)
+    torch.testing.assert_close(weights.std(0), layer.weight_scale.detach(), rtol=0.06, atol=0)
+    again, _ = layer_draws(layer, 4000, seed=3)
+    np.testing.assert_array_equal(again["weight"].numpy(), posterior["weight"].values[0])
+
+
+def test_summarize_qlfusion_output_layer_after_svi() -> None:
+    from probrank.models.qlfusion import train_quantifier
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.rand(2, 12, 8, generator=generator).sort(-1, descending=True).values
+    counts = torch.randint(0, 9, (2, 12), generator=generator).float()
+    part = {"x": x, "counts": counts, "mask": torch.ones(2, 12, dtype=torch.bool)}
+    trained = train_quantifier(
+        part, part, batch_sizes=(4,), max_epochs=3, patience=2, hidden=5, progress=False
+    )
+    table = summarize(trained.net, num_samples=3000, seed=0)
+    assert len(table) == 2 * (5 + 1)  # members x (hidden weights + bias)
+    assert "output.weight[1, 0, 4]" in table.index and "output.bias[1, 0]" in table.index
+    loc = trained.net.output.weight_loc.detach()  # type: ignore[union-attr]
+    np.testing.assert_allclose(
+        table.loc["output.weight[1, 0, 4]", "mean"], float(loc[1, 0, 4]), atol=0.004
+    )
+    data = to_inference_data(trained.net, num_samples=10)
+    assert get_group(data, "posterior")["output.weight"].dims == (
+        "chain",
+        "draw",
+        "member",
+        "output",
+        "feature",
+    )
+
+
+def test_several_layers_get_prefixed_dims() -> None:
+    net = QLFusionNet(6, 3, num_models=1)
+    net.extra = BayesianLinear(4, 2)
+    draws, dims = layer_draws(net, 5)
+    assert dims["output.weight"] == ["output.member", "output.output", "output.feature"]
+    assert dims["extra.bias"] == ["extra.output"]
+    assert draws["extra.weight"].shape == (5, 2, 4)
+
+
+@pytest.mark.parametrize("kind", ["torch", "gpytorch", "tuple"])
+def test_laplace_gaussian_draws(kind: str) -> None:
+    mean = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64)
+    root = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.8, 0.0], [0.0, -0.3, 0.4]], dtype=torch.float64)
+    cov = root @ root.T
+    source: object = {
+        "torch": torch.distributions.MultivariateNormal(mean, cov),
+        "gpytorch": gpytorch.distributions.MultivariateNormal(mean, cov),
+        "tuple": (mean, cov),
+    }[kind]
+    data = to_inference_data(source, num_samples=20000, var_name="utility", seed=1)
+    posterior = get_group(data, "posterior")
+    assert posterior["utility"].dims == ("chain", "draw", "candidate")
+    draws = torch.as_tensor(posterior["utility"].values[0])
+    torch.testing.assert_close(draws.mean(0), mean, rtol=0, atol=0.03)
+    torch.testing.assert_close(torch.cov(draws.T), cov, rtol=0, atol=0.04)
+
+
+def _binomial_model(x: torch.Tensor, y: torch.Tensor | None = None) -> None:
+    w = pyro.sample("w", dist.Normal(torch.zeros(2, dtype=x.dtype), 1.0).to_event(1))
+    p = pyro.deterministic("p", torch.sigmoid(x @ w))
+    with pyro.plate("query", x.shape[0]):
+        pyro.sample("y", dist.Binomial(10, probs=p), obs=y)
+
+
+def test_from_pyro_log_likelihood_and_predictive_from_chains() -> None:
+    x = torch.randn(6, 2, dtype=torch.float64)
+    y = torch.tensor([1.0, 4.0, 9.0, 0.0, 10.0, 5.0], dtype=torch.float64)
+    w = torch.randn(2, 25, 2, dtype=torch.float64)
+    diverging = torch.zeros(2, 25, dtype=torch.bool)
+    samples = NutsSamples({"w": w}, diverging, torch.ones(2))
+    data = from_pyro(
+        _binomial_model, x, y, posterior_samples=samples, dims={"y": ["query"], "p": ["query"]}
+    )
+    for group in ("posterior", "posterior_predictive", "log_likelihood", "observed_data"):
+        assert has_group(data, group)
+    loglik = get_group(data, "log_likelihood")["y"]
+    assert loglik.dims == ("chain", "draw", "query")
+    expected = dist.Binomial(10, logits=torch.einsum("nd,csd->csn", x, w)).log_prob(y)
+    np.testing.assert_allclose(loglik.values, expected.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(
+        get_group(data, "posterior")["p"].values,
+        torch.sigmoid(torch.einsum("nd,csd->csn", x, w)).numpy(),
+        rtol=1e-10,
+    )
+    np.testing.assert_array_equal(get_group(data, "observed_data")["y"].values, y.numpy())
+    replicated = get_group(data, "posterior_predictive")["y"].values
+    assert replicated.shape == (2, 25, 6)
+    assert ((replicated >= 0) & (replicated <= 10)).all()
+    assert get_group(data, "sample_stats")["diverging"].shape == (2, 25)
+
+
+def test_from_pyro_with_a_guide_is_seeded_and_leaves_the_store_alone() -> None:
+    x = torch.randn(5, 2)
+    y = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0])
+
+    def guide(x: torch.Tensor, y: torch.Tensor | None = None) -> None:
+        pyro.sample("w", dist.Normal(torch.tensor([1.0, -1.0]), 0.1).to_event(1))
+
+    before = set(pyro.get_param_store().keys())
+    first = from_pyro(_binomial_model, x, y, guide=guide, num_samples=300, seed=4)
+    second = from_pyro(_binomial_model, x, y, guide=guide, num_samples=300, seed=4)
+    assert set(pyro.get_param_store().keys()) == before
+    w = get_group(first, "posterior")["w"].values
+    assert w.shape == (1, 300, 2)
+    np.testing.assert_array_equal(w, get_group(second, "posterior")["w"].values)
+    np.testing.assert_allclose(w[0].mean(0), [1.0, -1.0], atol=0.03)
+    with pytest.raises(InputDataError):
+        from_pyro(_binomial_model, x, y)

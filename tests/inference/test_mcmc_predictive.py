@@ -1,13 +1,25 @@
-"""NUTS against a conjugate posterior; posterior predictive intervals."""
+"""NUTS against a conjugate posterior, its divergences; posterior predictive intervals."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pyro
 import pyro.distributions as dist
+import pytest
 import torch
 
-from probrank.inference.mcmc import fit_nuts
+from probrank.inference.mcmc import NutsSamples, fit_nuts
 from probrank.inference.predictive import credible_interval, posterior_predictive
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    """Pyro's NUTS steps on tiny tensors: intra-op threads only add contention."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _model(y: torch.Tensor | None = None, n: int = 5) -> None:
@@ -20,10 +32,30 @@ def test_nuts_matches_conjugate_posterior() -> None:
     y = torch.tensor([1.0, 2.0, 0.5, 1.5, 1.0])
     samples = fit_nuts(_model, y, num_samples=200, warmup_steps=100, num_chains=2, seed=1)
     assert samples["mu"].shape == (2, 200)
+    assert isinstance(samples, NutsSamples) and isinstance(samples, dict)
+    assert samples.diverging.shape == (2, 200) and samples.diverging.dtype == torch.bool
+    assert samples.num_divergences == 0  # a Gaussian posterior has no funnel to diverge in
+    assert bool(((samples.acceptance_rate > 0) & (samples.acceptance_rate <= 1)).all())
     post_mean, post_sd = y.sum() / (len(y) + 1), (1 / (len(y) + 1)) ** 0.5
     # MC standard error of the mean with ~150 effective draws is ~0.035; tolerance 0.12.
     torch.testing.assert_close(samples["mu"].mean(), post_mean, rtol=0, atol=0.12)
     torch.testing.assert_close(samples["mu"].std(), torch.tensor(post_sd), rtol=0.2, atol=0)
+
+
+def _funnel() -> None:
+    y = pyro.sample("y", dist.Normal(0.0, 3.0))
+    pyro.sample("x", dist.Normal(torch.zeros(2), torch.exp(y / 2)).to_event(1))
+
+
+def test_nuts_records_divergences_in_a_funnel() -> None:
+    # Neal's funnel: the curvature changes by orders of magnitude along y, so a step size
+    # adapted in the mouth diverges in the neck (Betancourt 2017)
+    samples = fit_nuts(_funnel, num_samples=40, warmup_steps=30, num_chains=2, seed=0,
+                       max_tree_depth=5)  # fmt: skip
+    assert samples["x"].shape == (2, 40, 2)
+    assert samples.diverging.shape == (2, 40)
+    assert samples.num_divergences > 0
+    assert samples.sample_stats["diverging"] is samples.diverging
 
 
 def test_credible_interval_and_predictive() -> None:

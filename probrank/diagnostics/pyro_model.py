@@ -1,0 +1,201 @@
+"""A fitted Pyro model (SVI guide or NUTS draws) to ArviZ, with predictions and log-likelihoods.
+
+:func:`from_pyro` draws the latent sites (from a fitted guide, or takes NUTS draws), then
+replays the model once per draw, conditioned on it, and reads every observed site's
+distribution in that trace: its value is the observation, a sample from it is a posterior
+predictive draw, and its pointwise ``log_prob`` of the observation is the log-likelihood that
+PSIS-LOO needs. Deterministic sites (``pyro.deterministic``) join the posterior group.
+
+The replay conditions the model on the latent values, so layers that use a variance-reduced
+estimator only under their own guide (flipout, local reparameterisation in
+:class:`~probrank.nn.bayesian_linear.BayesianLinear`) fall back to the plain, exact forward
+pass. Log-likelihoods are unscaled (``poutine.scale`` is ignored) and masked entries
+(``.mask(False)``) contribute 0: pass unpadded data for LOO.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pyro
+import torch
+from pyro import poutine
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from probrank.diagnostics.arviz import from_draws
+from probrank.exceptions import InputDataError
+from probrank.inference.mcmc import NutsSamples
+
+__all__ = ["from_pyro", "guide_draws", "replay"]
+
+
+def _latent_sites(trace: Any) -> dict[str, Tensor]:
+    return {
+        name: site["value"].detach()
+        for name, site in trace.nodes.items()
+        if site["type"] == "sample" and not site["is_observed"]
+    }
+
+
+def guide_draws(
+    guide: Callable[..., Any], *args: Any, num_samples: int = 500, **kwargs: Any
+) -> dict[str, Tensor]:
+    """`S x *shape` draws of the latent sites of a guide (call inside a seeded scope).
+
+    Args:
+        guide: A fitted Pyro guide (autoguide, ``PyroModule`` method, or function).
+        *args: The guide's (= the model's) arguments.
+        num_samples: `S` draws.
+        **kwargs: Keyword arguments of the guide.
+
+    Returns:
+        ``{site: S x *shape}``.
+    """
+    if num_samples < 1:
+        raise InputDataError(f"num_samples must be positive, got {num_samples}")
+    draws = [_latent_sites(poutine.trace(guide).get_trace(*args, **kwargs))
+             for _ in range(num_samples)]  # fmt: skip
+    if not draws[0]:
+        raise InputDataError("the guide has no latent sample site")
+    return {name: torch.stack([d[name] for d in draws]) for name in draws[0]}
+
+
+def replay(
+    model: Callable[..., Any],
+    draws: Mapping[str, Tensor],
+    *args: Any,
+    observed: Sequence[str] | None = None,
+    progress: bool = False,
+    **kwargs: Any,
+) -> tuple[dict[str, Tensor], dict[str, Tensor], dict[str, Tensor], dict[str, Tensor]]:
+    """Replay ``model`` conditioned on each of `S` latent draws (call inside a seeded scope).
+
+    Args:
+        model: The Pyro model.
+        draws: ``{site: S x *shape}`` latent draws.
+        *args: Model arguments (with the observations).
+        observed: Observed sites to keep (default: every one).
+        progress: Show a progress bar over draws.
+        **kwargs: Model keyword arguments.
+
+    Returns:
+        ``(predictive, log_likelihood, observations, deterministic)``: `S x *shape` draws of
+        each observed site, their pointwise log-likelihoods (`S x *batch`), the observed
+        values (`*shape`), and `S x *shape` values of deterministic sites.
+    """
+    sizes = {v.shape[0] for v in draws.values()}
+    if len(sizes) != 1:
+        raise InputDataError(f"latent draws disagree on the number of draws: {sorted(sizes)}")
+    total = sizes.pop()
+    predictive: dict[str, list[Tensor]] = {}
+    loglik: dict[str, list[Tensor]] = {}
+    deterministic: dict[str, list[Tensor]] = {}
+    values: dict[str, Tensor] = {}
+    for s in tqdm(range(total), desc="replaying draws", disable=not progress, leave=False):
+        point = {name: value[s] for name, value in draws.items()}
+        trace = poutine.trace(poutine.condition(model, data=point)).get_trace(*args, **kwargs)
+        for name, site in trace.nodes.items():
+            if site["type"] != "sample" or name in point or not site["is_observed"]:
+                continue
+            value: Tensor = site["value"].detach()  # type: ignore[union-attr]
+            if (site["infer"] or {}).get("_deterministic"):
+                deterministic.setdefault(name, []).append(value)
+                continue
+            if observed is not None and name not in observed:
+                continue
+            fn: Any = site["fn"]
+            values.setdefault(name, value)
+            predictive.setdefault(name, []).append(fn.sample().detach())
+            loglik.setdefault(name, []).append(fn.log_prob(value).detach())
+    missing = [n for n in (observed or []) if n not in values]
+    if missing:
+        raise InputDataError(f"the model has no observed site(s) {missing}")
+
+    def stack(group: dict[str, list[Tensor]]) -> dict[str, Tensor]:
+        return {k: torch.stack(v) for k, v in group.items()}
+
+    return stack(predictive), stack(loglik), values, stack(deterministic)
+
+
+def from_pyro(
+    model: Callable[..., Any],
+    *args: Any,
+    guide: Callable[..., Any] | None = None,
+    posterior_samples: Mapping[str, Tensor] | None = None,
+    num_samples: int = 500,
+    seed: int = 0,
+    param_state: dict[str, Any] | None = None,
+    observed: Sequence[str] | None = None,
+    dims: Mapping[str, Sequence[str]] | None = None,
+    coords: Mapping[str, Sequence[Any]] | None = None,
+    progress: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """ArviZ data of a fitted Pyro model: posterior, posterior predictive, log-likelihood,
+    observed data (and ``sample_stats`` for NUTS draws).
+
+    Give either a fitted ``guide`` (SVI: ``num_samples`` draws, one chain) or
+    ``posterior_samples`` (`chains x draws x *shape`, e.g. from
+    :func:`~probrank.inference.mcmc.fit_nuts`; its divergences are kept).
+
+    Args:
+        model: The Pyro model, called as ``model(*args, **kwargs)`` with the observations.
+        *args: Model arguments.
+        guide: A fitted guide.
+        posterior_samples: Latent draws with a chain dimension.
+        num_samples: Guide draws.
+        seed: Seeds the guide draws and the predictive draws.
+        param_state: A :attr:`~probrank.inference.svi.FitResult.param_state` to load
+            (scoped; the caller's param store is restored), for guides that keep their
+            parameters in the param store (autoguides).
+        observed: Observed sites to keep (default: all).
+        dims: Dims of each variable after ``chain``/``draw`` (e.g. ``{"k_rel": ["query"]}``).
+        coords: Their coordinates.
+        progress: Show a progress bar over draws.
+        **kwargs: Model keyword arguments.
+
+    Returns:
+        ``InferenceData`` (ArviZ 0.x) or ``DataTree`` (1.x).
+
+    Raises:
+        InputDataError: neither or both of ``guide`` and ``posterior_samples``, or draws
+            without a chain dimension.
+    """
+    if (guide is None) == (posterior_samples is None):
+        raise InputDataError("give exactly one of guide and posterior_samples")
+    store = pyro.get_param_store()
+    state: Any = dict(param_state if param_state is not None else store.get_state())
+    with store.scope(state=state), torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(seed)
+        if posterior_samples is not None:
+            lead = {tuple(v.shape[:2]) for v in posterior_samples.values()}
+            if len(lead) != 1 or any(len(shape) < 2 for shape in lead):
+                raise InputDataError(
+                    f"posterior_samples must be `chains x draws x ...`, got leading dims {lead}"
+                )
+            chains, per_chain = lead.pop()
+            latent = {k: v.detach().reshape(chains * per_chain, *v.shape[2:])
+                      for k, v in posterior_samples.items()}  # fmt: skip
+        else:
+            chains, per_chain = 1, num_samples
+            latent = guide_draws(guide, *args, num_samples=num_samples, **kwargs)  # type: ignore[arg-type]
+        predictive, loglik, values, deterministic = replay(
+            model, latent, *args, observed=observed, progress=progress, **kwargs
+        )
+
+    def chained(group: Mapping[str, Tensor]) -> dict[str, Tensor]:
+        return {k: v.reshape(chains, per_chain, *v.shape[1:]) for k, v in group.items()}
+
+    stats = posterior_samples.sample_stats if isinstance(posterior_samples, NutsSamples) else None
+    return from_draws(
+        chained({**latent, **deterministic}),
+        chains=True,
+        dims=dims,
+        coords=coords,
+        sample_stats=stats,
+        posterior_predictive=chained(predictive),
+        log_likelihood=chained(loglik),
+        observed_data=values,
+    )

@@ -1,0 +1,99 @@
+"""PSIS-LOO: agrees with exact leave-one-out and prefers the likelihood that made the data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyro.distributions as dist
+import pytest
+import torch
+
+from probrank.diagnostics import compare_models, loo, to_inference_data
+from probrank.exceptions import InputDataError
+
+N_TRIALS = 50
+
+
+def _counts(overdispersed: bool, lists: int, seed: int) -> torch.Tensor:
+    torch.manual_seed(seed)
+    if overdispersed:  # mean 0.3, concentration 5
+        return dist.BetaBinomial(1.5, 3.5, total_count=N_TRIALS).sample((lists,)).double()
+    return dist.Binomial(N_TRIALS, probs=torch.tensor(0.3)).sample((lists,)).double()
+
+
+def _binomial_fit(counts: torch.Tensor, draws: int) -> object:
+    """Exact posterior of a common p under a Beta(1, 1) prior, with pointwise log-likelihoods."""
+    alpha, beta = 1 + counts.sum(), 1 + (N_TRIALS - counts).sum()
+    p = dist.Beta(alpha, beta).sample((draws,)).double()
+    loglik = dist.Binomial(N_TRIALS, probs=p.unsqueeze(-1)).log_prob(counts)
+    return to_inference_data(
+        {"p": p},
+        chains=False,
+        log_likelihood={"k": loglik},
+        observed_data={"k": counts},
+        dims={"k": ["query"]},
+    )
+
+
+def _beta_binomial_fit(counts: torch.Tensor, draws: int) -> object:
+    """Grid posterior of (p, log c) under flat priors, with pointwise log-likelihoods."""
+    p_grid = (torch.arange(200, dtype=torch.float64) + 0.5) / 200
+    c_grid = torch.linspace(np.log(0.5), np.log(500.0), 120, dtype=torch.float64).exp()
+    p, c = torch.meshgrid(p_grid, c_grid, indexing="ij")
+    terms = dist.BetaBinomial(
+        (c * p).unsqueeze(-1), (c * (1 - p)).unsqueeze(-1), total_count=N_TRIALS
+    ).log_prob(counts)
+    log_post = terms.sum(-1).reshape(-1)
+    index = torch.multinomial(torch.softmax(log_post, 0), draws, replacement=True)
+    p_draw, c_draw = p.reshape(-1)[index], c.reshape(-1)[index]
+    loglik = dist.BetaBinomial(
+        (c_draw * p_draw).unsqueeze(-1), (c_draw * (1 - p_draw)).unsqueeze(-1), N_TRIALS
+    ).log_prob(counts)
+    return to_inference_data(
+        {"p": p_draw, "concentration": c_draw},
+        chains=False,
+        log_likelihood={"k": loglik},
+        observed_data={"k": counts},
+    )
+
+
+def test_psis_loo_matches_exact_leave_one_out_of_a_conjugate_model() -> None:
+    counts = _counts(False, 40, seed=0)
+    result = loo(_binomial_fit(counts, 4000))
+    # exact: p(y_i | y_-i) is beta-binomial with the posterior of the other lists
+    alpha = 1 + counts.sum() - counts
+    beta = 1 + (N_TRIALS - counts).sum() - (N_TRIALS - counts)
+    exact = dist.BetaBinomial(alpha, beta, total_count=N_TRIALS).log_prob(counts).sum()
+    np.testing.assert_allclose(result.elpd, float(exact), rtol=0, atol=0.1)
+    assert result.num_observations == 40 and result.bad_k == 0
+    assert 0.5 < result.p_loo < 1.6  # one parameter
+    assert result.se > 0
+
+
+def test_loo_prefers_beta_binomial_on_overdispersed_counts() -> None:
+    counts = _counts(True, 40, seed=1)
+    table = compare_models(
+        {"binomial": _binomial_fit(counts, 2000), "beta-binomial": _beta_binomial_fit(counts, 2000)}
+    )
+    assert list(table.columns) == [
+        "rank", "elpd", "p_loo", "elpd_diff", "se", "dse", "weight", "warning",
+    ]  # fmt: skip
+    assert table.index[0] == "beta-binomial"
+    difference = table.loc["binomial", "elpd_diff"]
+    assert difference > 2 * table.loc["binomial", "dse"] and difference > 50
+    np.testing.assert_allclose(table["weight"].sum(), 1.0, atol=1e-6)
+
+
+def test_loo_needs_log_likelihoods() -> None:
+    data = to_inference_data({"p": torch.rand(100)}, chains=False)
+    with pytest.raises(InputDataError, match="log_likelihood"):
+        loo(data)
+    with pytest.raises(InputDataError):
+        compare_models({"only": data})
+    both = to_inference_data(
+        {"p": torch.rand(10)},
+        chains=False,
+        log_likelihood={"a": -torch.rand(10, 3), "b": -torch.rand(10, 3)},
+    )
+    with pytest.raises(InputDataError, match="var_name"):
+        loo(both)
+    assert loo(both, var_name="a").num_observations == 3
