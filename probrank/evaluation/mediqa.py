@@ -105,10 +105,24 @@ def _nan(what: str) -> float:
     return math.nan
 
 
+def _rank_correlation(a: Sequence[float], b: Sequence[float]) -> float:
+    """Pearson correlation of two rank vectors without ties (Spearman's closed form,
+    ``1 - 6 sum d^2 / (n (n^2 - 1))``); NaN for fewer than two."""
+    n = len(a)
+    if n < 2:
+        return math.nan
+    d2 = sum((x - y) ** 2 for x, y in zip(a, b, strict=True))
+    return 1.0 - 6.0 * d2 / (n * (n * n - 1))
+
+
 def _official_spearman(submitted: list[str], reference: list[str]) -> float:
     """scipy's Spearman on ID strings (alphabetical ranks); NaN for fewer than two."""
     if len(submitted) < 2:
         return math.nan
+    if len(set(submitted)) == len(submitted) and set(submitted) == set(reference):
+        # the same distinct IDs in two orders (always so here): no ties, closed form
+        rank = {answer: r for r, answer in enumerate(sorted(submitted))}
+        return _rank_correlation([rank[x] for x in submitted], [rank[x] for x in reference])
     a = stats.rankdata(np.array(submitted, dtype=object).astype(str))
     b = stats.rankdata(np.array(reference, dtype=object).astype(str))
     return float(np.corrcoef(a, b)[0, 1])
@@ -166,13 +180,12 @@ def mediqa_scores(key: Sequence[MediqaRow], submission: Sequence[MediqaRow]) -> 
             official.append(rho)
         if len(submitted_correct) >= 2:
             position_of = {a: i for i, a in enumerate(submitted_correct)}
-            textbook.append(
-                float(
-                    stats.spearmanr(
-                        [position_of[a] for a in in_key_order], range(len(in_key_order))
-                    ).statistic
-                )
-            )
+            positions = [position_of[a] for a in in_key_order]
+            if len(set(positions)) == len(positions):  # distinct: the closed form is exact
+                textbook.append(_rank_correlation(positions, range(len(positions))))
+            else:  # a key that repeats an answer
+                rho = stats.spearmanr(positions, range(len(positions))).statistic
+                textbook.append(float(rho))
     mrr = float(np.mean(reciprocal)) if questions else _nan("MRR")
     spearman_official = float(np.mean(official)) if official else 0.0
     spearman = float(np.mean(textbook)) if textbook else _nan("spearman")

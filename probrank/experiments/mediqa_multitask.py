@@ -1,131 +1,97 @@
 """MEDIQA 2019 Task 3 protocol: train on both training sets, select on validation, report on
 test with the official metrics (:mod:`probrank.evaluation.mediqa`).
 
-Systems: ``chiqa`` (SystemRank order, every answer labelled correct), ``lr_filter`` (logistic
-regression on the joint features, C by validation log-loss, p > 0.5, ranked by p),
-``svm_rank`` (pairwise linear SVM ranker, C by validation pairwise accuracy, labels from the
-LR filter), ``multitask_det`` and ``multitask`` (:mod:`probrank.models.multitask`; ranking
-weight and P(correct) threshold chosen on validation accuracy). Test noise: the standard
-deviation of each metric over 1,000 bootstrap resamples of the test questions.
+Systems:
+
+* ``chiqa``: CHiQA's order (SystemRank), every answer labelled correct;
+* ``chiqa_topk``: CHiQA's order, its top k answers labelled correct (k by validation accuracy);
+* ``lr_filter``: logistic regression on the joint features (C by validation log-loss),
+  p > 0.5, ranked by p (the paper's feature-engineered filter);
+* ``svm_rank``: pairwise linear SVM ranker (C by validation pairwise accuracy), labels from the
+  LR filter;
+* ``multitask_det`` and ``multitask``: the deterministic and the Bayesian multi-task head
+  (:mod:`probrank.models.multitask`). Per seed, one net per ranking weight lambda is fitted
+  (early stopping on the validation loss); lambda, the P(correct) threshold and whether the
+  top-ranked answer of each question is always kept (every validation question has a correct
+  answer) are chosen together by validation accuracy, ties by validation MRR. Answers are
+  ranked by posterior mean utility.
+
+Data and features: :mod:`.mediqa_data`. Test noise: the standard deviation of each measure
+over bootstrap resamples of the test questions (seed 0's predictions). Unless ``smoke``, the
+per-seed values, the extra tables and a reliability diagram of the test P(correct) are saved to
+``<config folder>/<[output] folder>/<config stem>.json`` and ``..._reliability.png``.
 """
 
 from __future__ import annotations
 
-import warnings
+import json
+import math
+import os
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import log_loss
-from sklearn.svm import LinearSVC
 from tqdm.auto import tqdm
 
-from probrank.data.datasets.mediqa import MediqaList, load_mediqa
-from probrank.data.datasets.medquad import read_medquad
-from probrank.data.datasets.rqe import read_rqe
-from probrank.data.paths import shared_data_dir
-from probrank.encoders.transformer import TransformerEncoder
-from probrank.evaluation.mediqa import MediqaRow, mediqa_scores, read_mediqa_rows
-from probrank.exceptions import InputDataError, NumericsWarning
+from probrank.exceptions import InputDataError
+from probrank.experiments.mediqa_baselines import (
+    chiqa,
+    chiqa_top_k,
+    fit_lr_filter,
+    fit_svm_rank,
+    select_top_k,
+)
+from probrank.experiments.mediqa_data import MediqaData, build_mediqa_data
+from probrank.experiments.mediqa_demo import demo_section
+from probrank.experiments.mediqa_scoring import MEASURES, MediqaScorer, submission
 from probrank.experiments.results import ExperimentResult
-from probrank.models.entailment import EntailedQuestionFinder, EntailmentClassifier
-from probrank.models.mediqa_features import FeatureSet, MediqaFeaturizer
+from probrank.models.mediqa_features import FeatureSet
 from probrank.models.multitask import MultiTaskData, MultiTaskNet, fit_multitask, predict_multitask
 
-__all__ = ["run", "submission"]
+__all__ = ["SYSTEMS", "MultiTaskChoice", "demo_section", "keep_top_one", "run", "submission"]
 
-MEASURES = ("accuracy", "precision", "MRR", "spearman_official", "spearman")
-CS = (1e-3, 1e-2, 1e-1, 1.0)
+SYSTEMS = ("chiqa", "chiqa_topk", "lr_filter", "svm_rank", "multitask_det", "multitask")
+"""The systems of the results table, in order."""
 
-
-def _plain_qid(qid: str) -> str:
-    return qid.split(":")[-1]
-
-
-def submission(
-    lists: Sequence[MediqaList], scores: np.ndarray, labels: np.ndarray
-) -> dict[str, list[MediqaRow]]:
-    """Rows per question in predicted rank order (score descending, ties by SystemRank)."""
-    rows, start = {}, 0
-    for item in lists:
-        n = len(item)
-        order = sorted(range(n), key=lambda i: (-scores[start + i], item.system_ranks[i]))
-        qid = _plain_qid(item.qid)
-        rows[qid] = [MediqaRow(qid, item.candidate_ids[i], int(labels[start + i])) for i in order]
-        start += n
-    return rows
+THRESHOLDS = tuple(float(t) for t in np.round(np.linspace(0.1, 0.9, 33), 3))
+"""P(correct) thresholds tried on validation."""
 
 
-class _Scorer:
-    """Scores submissions of one split against its official key, or a bootstrap resample."""
-
-    def __init__(self, lists: Sequence[MediqaList], key: Sequence[MediqaRow]):
-        self.lists = list(lists)
-        qids = {_plain_qid(item.qid) for item in lists}
-        self.key: dict[str, list[MediqaRow]] = {}
-        for row in key:
-            if row.question_id in qids:
-                self.key.setdefault(row.question_id, []).append(row)
-
-    def __call__(
-        self, scores: np.ndarray, labels: np.ndarray, sample: Sequence[str] | None = None
-    ) -> dict[str, float]:
-        rows = submission(self.lists, scores, labels)
-        chosen = list(self.key) if sample is None else list(sample)
-        key_rows, sub_rows = [], []
-        for j, qid in enumerate(chosen):
-            name = qid if sample is None else f"{j}:{qid}"  # a resampled question is new
-            key_rows += [MediqaRow(name, r.answer_id, r.label) for r in self.key[qid]]
-            sub_rows += [MediqaRow(name, r.answer_id, r.label) for r in rows.get(qid, [])]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", NumericsWarning)
-            return mediqa_scores(key_rows, sub_rows)
-
-    def bootstrap_sd(
-        self, scores: np.ndarray, labels: np.ndarray, draws: int, seed: int
-    ) -> dict[str, float]:
-        """Standard deviation of each metric over resamples of the questions."""
-        rng = np.random.default_rng(seed)
-        qids = list(self.key)
-        values: dict[str, list[float]] = {m: [] for m in MEASURES}
-        for _ in range(draws):
-            sample = [qids[i] for i in rng.integers(len(qids), size=len(qids))]
-            got = self(scores, labels, sample)
-            for m in MEASURES:
-                values[m].append(got[m])
-        return {m: float(np.nanstd(v)) for m, v in values.items()}
+def keep_top_one(data: FeatureSet, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``labels`` with the top-scored answer of every question set to 1 (a copy)."""
+    out = np.array(labels, dtype=int, copy=True)
+    for group in data.groups:
+        if group:
+            out[max(group, key=lambda i: scores[i])] = 1
+    return out
 
 
-def _lr(train: FeatureSet, val: FeatureSet, seed: int) -> LogisticRegression:
-    best: tuple[float, LogisticRegression] | None = None
-    for c in CS:
-        model = LogisticRegression(C=c, max_iter=3000, random_state=seed)
-        model.fit(train.features.numpy(), train.labels.numpy())
-        loss = log_loss(val.labels.numpy(), model.predict_proba(val.features.numpy())[:, 1])
-        if best is None or loss < best[0]:
-            best = (loss, model)
-    return best[1] if best else LogisticRegression()
+class MultiTaskChoice:
+    """A fitted multi-task net with the settings chosen on validation.
 
+    Attributes:
+        net: The network.
+        ranking_weight: lambda.
+        threshold: P(correct) threshold.
+        keep_top: Whether the top-ranked answer of each question is always labelled correct.
+    """
 
-def _pair_differences(data: FeatureSet) -> tuple[np.ndarray, np.ndarray]:
-    pairs = MultiTaskData.pairs_from_grades(data.groups, data.grades).numpy()
-    x = data.features.numpy()
-    diff = x[pairs[:, 0]] - x[pairs[:, 1]]
-    # both orientations, so the classes are balanced and the SVM has no bias to learn
-    return np.concatenate([diff, -diff]), np.concatenate([np.ones(len(diff)), -np.ones(len(diff))])
+    def __init__(self, net: MultiTaskNet, ranking_weight: float, threshold: float, keep_top: bool):
+        self.net = net
+        self.ranking_weight = ranking_weight
+        self.threshold = threshold
+        self.keep_top = keep_top
 
-
-def _svm(train: FeatureSet, val: FeatureSet, seed: int) -> LinearSVC:
-    x, y = _pair_differences(train)
-    xv, yv = _pair_differences(val)
-    best: tuple[float, LinearSVC] | None = None
-    for c in CS:
-        model = LinearSVC(C=c, max_iter=20000, random_state=seed).fit(x, y)
-        accuracy = float(np.mean(model.predict(xv) == yv))
-        if best is None or accuracy > best[0]:
-            best = (accuracy, model)
-    return best[1] if best else LinearSVC()
+    def predict(self, data: FeatureSet, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(scores, labels, P(correct))`` of ``data``'s answers, each `n`."""
+        probs, mean, _ = predict_multitask(self.net, data.features, seed=seed)
+        scores, p = mean.numpy(), probs.numpy()
+        labels = (p > self.threshold).astype(int)
+        if self.keep_top:
+            labels = keep_top_one(data, scores, labels)
+        return scores, labels, p
 
 
 def _as_data(data: FeatureSet) -> MultiTaskData:
@@ -134,19 +100,21 @@ def _as_data(data: FeatureSet) -> MultiTaskData:
     )
 
 
-def _multitask(
+def select_multitask(
     train: FeatureSet,
     val: FeatureSet,
-    val_score: _Scorer,
+    val_score: MediqaScorer,
     *,
     bayesian: bool,
     weights: Sequence[float],
-    model_cfg: dict,
+    model_cfg: dict[str, Any],
     seed: int,
-) -> tuple[MultiTaskNet, float, float]:
-    """Fit one net per ranking weight; keep the (weight, threshold) best on validation
-    accuracy (ties: MRR). Returns the net, its threshold and its ranking weight."""
-    best: tuple[tuple[float, float], MultiTaskNet, float, float] | None = None
+) -> MultiTaskChoice:
+    """Fit one net per ranking weight; keep the (weight, threshold, keep-top rule) best on
+    validation accuracy, ties by validation MRR."""
+    if not weights:
+        raise InputDataError("[model] ranking_weights must not be empty")
+    best: tuple[tuple[float, float], MultiTaskChoice] | None = None
     for weight in weights:
         net = MultiTaskNet(
             train.features.shape[1],
@@ -154,6 +122,8 @@ def _multitask(
             bayesian=bayesian,
             ranking_weight=weight,
             dropout=float(model_cfg.get("dropout", 0.1)),
+            skip=bool(model_cfg.get("skip", False)),
+            prior_scale=float(model_cfg.get("prior_scale", 1.0)),
             seed=seed,
         ).double()
         fit_multitask(
@@ -161,97 +131,151 @@ def _multitask(
             _as_data(train),
             _as_data(val),
             lr=float(model_cfg.get("lr", 3e-3)),
+            weight_decay=float(model_cfg.get("weight_decay", 1e-4)),
             max_epochs=int(model_cfg.get("max_epochs", 300)),
             patience=int(model_cfg.get("patience", 20)),
             seed=seed,
         )
         probs, mean, _ = predict_multitask(net, val.features, seed=seed)
-        for threshold in np.linspace(0.05, 0.95, 19):
-            got = val_score(mean.numpy(), (probs.numpy() > threshold).astype(int))
-            key = (got["accuracy"], got["MRR"])
-            if best is None or key > best[0]:
-                best = (key, net, float(threshold), weight)
-    if best is None:
-        raise InputDataError("[model] ranking_weights must not be empty")
-    return best[1], best[2], best[3]
+        scores, p = mean.numpy(), probs.numpy()
+        for threshold in THRESHOLDS:
+            plain = (p > threshold).astype(int)
+            for keep_top, labels in ((False, plain), (True, keep_top_one(val, scores, plain))):
+                got = val_score(scores, labels)
+                key = (got["accuracy"], got["MRR"])
+                if best is None or key > best[0]:
+                    best = (key, MultiTaskChoice(net, weight, threshold, keep_top))
+    if best is None:  # unreachable: weights and THRESHOLDS are non-empty
+        raise InputDataError("nothing to choose from")
+    return best[1]
+
+
+def _hindsight(
+    data: FeatureSet,
+    scorer: MediqaScorer,
+    probs: np.ndarray,
+    prediction: tuple[np.ndarray, np.ndarray],
+    keep_top: bool,
+) -> dict[str, float]:
+    """The test accuracy at the best P(correct) threshold in hindsight (with the system's own
+    keep-top rule): how much of an accuracy gap is the threshold's, under label shift."""
+    scores, labels = prediction
+    best = (-1.0, math.nan)
+    for threshold in THRESHOLDS:
+        plain = (probs > threshold).astype(int)
+        got = scorer(scores, keep_top_one(data, scores, plain) if keep_top else plain)
+        best = max(best, (got["accuracy"], threshold))
+    return {
+        "accuracy": scorer(scores, labels)["accuracy"],
+        "best accuracy": best[0],
+        "at threshold": best[1],
+        "labelled correct": float(np.mean(labels)),
+    }
+
+
+def _json_ready(value: Any) -> Any:
+    """``value`` with NaN and infinities replaced by None (strict JSON)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_ready(v) for v in value]
+    return value
+
+
+def _atomic_save(path: Path, write: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        write(temp)
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _save(
+    result: ExperimentResult,
+    probs: dict[str, np.ndarray],
+    labels: np.ndarray,
+    folder: Path,
+    stem: str,
+) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    from probrank.evaluation.calibration import plot_reliability_diagram, reliability_curve
+
+    curves = {
+        name: reliability_curve(p, labels.astype(int), n_bins=10, kind="positive")
+        for name, p in probs.items()
+    }
+    figure, ax = plt.subplots(figsize=(4.5, 4.5))
+    plot_reliability_diagram(curves, ax=ax, title="MEDIQA test: P(correct), seed 0")
+    ax.set_xlabel("predicted P(correct)")
+    ax.set_ylabel("fraction correct")
+    figure.tight_layout()
+    png = folder / f"{stem}_reliability.png"
+    _atomic_save(png, lambda p: figure.savefig(p, dpi=80, format="png"))
+    plt.close(figure)
+    payload = {
+        "title": result.title,
+        "means": result.means(),
+        "values": result.values,
+        "extra": result.extra,
+        "notes": result.notes,
+    }
+    text = json.dumps(_json_ready(payload), indent=2, allow_nan=False) + "\n"
+    out = folder / f"{stem}.json"
+    _atomic_save(out, lambda p: Path(p).write_text(text, encoding="utf-8"))
+    return [out, png]
 
 
 def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
     """The MEDIQA protocol; see the module docstring. ``smoke`` uses a few questions."""
-    data_cfg, model_cfg = config.get("data", {}), config.get("model", {})
-    qe_cfg, enc_cfg = config.get("entailment", {}), config.get("encoder", {})
-    folder = shared_data_dir(*Path(data_cfg.get("mediqa", "qa/mediqa2019-task3")).parts)
-    train_lists = load_mediqa(folder, "train")
-    val_lists = load_mediqa(folder, "validation")
-    test_lists = load_mediqa(folder, "test")
+    model_cfg = dict(config.get("model", {}))
+    eval_cfg, out_cfg = config.get("evaluation", {}), config.get("output", {})
+    data: MediqaData = build_mediqa_data(config, smoke=smoke)
+    train, val, test = (data.features[s] for s in ("train", "validation", "test"))
+    weights = [float(w) for w in model_cfg.get("ranking_weights", [0.6, 0.75, 0.9])]
     if smoke:
-        train_lists, val_lists, test_lists = train_lists[:12], val_lists[:6], test_lists[:8]
-    encoder = TransformerEncoder(
-        enc_cfg.get("model"),
-        mode="bi",
-        pooling="mean",
-        max_length=int(enc_cfg.get("max_length", 256)),
-        batch_size=int(enc_cfg.get("batch_size", 32)),
-        cache_dir=enc_cfg.get("cache_dir", ".probrank-cache"),
-    )
-    notes = [
-        f"questions: train {len(train_lists)}, validation {len(val_lists)}, test {len(test_lists)}"
-    ]
-    extra: dict[str, dict[str, dict[str, float]]] = {}
-    finder = None
-    if qe_cfg.get("enabled", True):
-        rqe_dir = shared_data_dir(*Path(data_cfg.get("rqe", "qa/mediqa2019-task2-rqe")).parts)
-        rqe_train = read_rqe(rqe_dir / "MEDIQA2019-Task2-RQE-TrainingSet-AMIA2016.xml")
-        rqe_val = read_rqe(rqe_dir / "MEDIQA2019-Task2-RQE-ValidationSet-AMIA2016.xml")
-        rqe_test = read_rqe(rqe_dir / "MEDIQA2019-Task2-RQE-TestSet-wLabels.xml")
-        if smoke:
-            rqe_train, rqe_val, rqe_test = rqe_train[:200], rqe_val[:60], rqe_test[:60]
-        classifier = EntailmentClassifier(encoder).fit(rqe_train, rqe_val)
-        probs = classifier.predict_proba([p.chq for p in rqe_test], [p.faq for p in rqe_test])
-        accuracy = float(np.mean((probs > 0.5) == np.array([p.entails for p in rqe_test])))
-        extra["RQE classifier (MEDIQA 2019 Task 2 test)"] = {
-            "logistic regression": {"accuracy": accuracy, "best_C": classifier.best_c}
-        }
-        medquad = read_medquad(
-            shared_data_dir(*Path(data_cfg.get("medquad", "collections/medquad")).parts)
-        )
-        if smoke:
-            medquad = medquad[:500]
-        finder = EntailedQuestionFinder(
-            medquad,
-            classifier,
-            first_stage=int(qe_cfg.get("first_stage", 20)),
-            top_n=int(qe_cfg.get("top_n", 3)),
-            threshold=float(qe_cfg.get("threshold", 0.7)),
-        )
-    featurizer = MediqaFeaturizer(encoder, finder).fit(train_lists)
-    train, val, test = (featurizer.transform(x) for x in (train_lists, val_lists, test_lists))
-    notes.append(f"features: {train.features.shape[1]}")
-    weights = [float(w) for w in model_cfg.get("ranking_weights", [0.5, 0.7, 0.9])]
-    if smoke:
-        model_cfg = {**model_cfg, "max_epochs": 20, "patience": 5}
+        model_cfg.update(max_epochs=20, patience=5)
         weights = weights[:1]
-    val_score = _Scorer(val_lists, read_mediqa_rows(folder / "validation-ground-truth.csv"))
-    test_score = _Scorer(test_lists, read_mediqa_rows(folder / "test-ground-truth.csv"))
-    values: dict[str, dict[str, list[float]]] = {}
+    val_score = MediqaScorer(data.lists["validation"], data.keys["validation"])
+    test_score = MediqaScorer(data.lists["test"], data.keys["test"])
+    values: dict[str, dict[str, list[float]]] = {name: {} for name in SYSTEMS}
     predictions: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    test_probs: dict[str, np.ndarray] = {}
+    chosen: dict[str, dict[str, float]] = {}
+    keep_top = {"lr_filter": False}  # seed 0's keep-top rule per system with P(correct)
 
     def record(name: str, scores: np.ndarray, labels: np.ndarray) -> None:
         got = test_score(scores, labels)
         for m in MEASURES:
-            values.setdefault(name, {}).setdefault(m, []).append(got[m])
+            values[name].setdefault(m, []).append(got[m])
         predictions.setdefault(name, (scores, labels))
 
-    ranks = np.array(test.system_ranks, dtype=float)
+    k = select_top_k(
+        val, val_score, range(1, int(config.get("baselines", {}).get("max_k", 10)) + 1)
+    )
+    chosen["chiqa_topk"] = {"k": float(k)}
     for seed in tqdm(range(seeds), desc="seeds", unit="seed"):
-        record("chiqa", -ranks, np.ones(len(ranks), dtype=int))
-        lr = _lr(train, val, seed)
+        record("chiqa", *chiqa(test))
+        record("chiqa_topk", *chiqa_top_k(test, k))
+        lr = fit_lr_filter(train, val, seed)
         p_lr = lr.predict_proba(test.features.numpy())[:, 1]
         record("lr_filter", p_lr, (p_lr > 0.5).astype(int))
-        svm = _svm(train, val, seed)
+        test_probs.setdefault("lr_filter", p_lr)
+        chosen[f"lr_filter, seed {seed}"] = {"C": float(lr.C)}
+        svm = fit_svm_rank(train, val, seed)
         record("svm_rank", svm.decision_function(test.features.numpy()), (p_lr > 0.5).astype(int))
         for name, bayesian in (("multitask_det", False), ("multitask", True)):
-            net, threshold, weight = _multitask(
+            choice = select_multitask(
                 train,
                 val,
                 val_score,
@@ -260,20 +284,48 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
                 model_cfg=model_cfg,
                 seed=seed,
             )
-            p_mt, mean, _ = predict_multitask(net, test.features, seed=seed)
-            record(name, mean.numpy(), (p_mt.numpy() > threshold).astype(int))
-            if seed == 0:
-                notes.append(
-                    f"{name}: ranking weight {weight}, threshold {threshold:.2f} (validation)"
-                )
-    draws = 50 if smoke else 1000
-    extra["Bootstrap sd over test questions (seed 0)"] = {
-        name: test_score.bootstrap_sd(s, lab, draws, seed=0)
-        for name, (s, lab) in predictions.items()
+            scores, labels, p = choice.predict(test, seed)
+            record(name, scores, labels)
+            test_probs.setdefault(name, p)
+            keep_top.setdefault(name, choice.keep_top)
+            chosen[f"{name}, seed {seed}"] = {
+                "lambda": choice.ranking_weight,
+                "threshold": choice.threshold,
+                "keep top": float(choice.keep_top),
+            }
+    draws = 50 if smoke else int(eval_cfg.get("bootstrap", 1000))
+    extra: dict[str, dict[str, dict[str, float]]] = {
+        f"Bootstrap sd over test questions ({draws} resamples, seed 0)": {
+            name: test_score.bootstrap_sd(s, lab, draws=draws, seed=0)
+            for name, (s, lab) in predictions.items()
+        },
+        "Chosen on validation": chosen,
+        f"Paired bootstrap over test questions ({draws} resamples, seed 0)": {
+            f"multitask - {other}": test_score.paired_bootstrap(
+                predictions["multitask"], predictions[other], draws=draws, seed=0
+            )
+            for other in ("chiqa", "lr_filter", "multitask_det")
+        },
+        "Hindsight diagnostic, NOT a result (threshold picked on test labels, seed 0)": {
+            name: _hindsight(test, test_score, test_probs[name], predictions[name], keep)
+            for name, keep in keep_top.items()
+        },
     }
-    return ExperimentResult(
+    if data.rqe_accuracy is not None:
+        extra["RQE classifier (MEDIQA 2019 Task 2 test)"] = {
+            "logistic regression": {
+                "accuracy": data.rqe_accuracy,
+                "C": float(data.rqe_best_c or math.nan),
+            }
+        }
+    result = ExperimentResult(
         title="MEDIQA 2019 Task 3 test (official metrics; mean ± sd over seeds)",
         values=values,
         extra=extra,
-        notes=notes,
+        notes=[*data.notes, f"ranking weights tried: {weights}; seeds: {seeds}"],
     )
+    if not smoke and out_cfg.get("save", True):
+        folder = config_path.parent / str(out_cfg.get("folder", "results"))
+        saved = _save(result, test_probs, test.labels.numpy(), folder, config_path.stem)
+        result.notes.append("saved: " + ", ".join(str(p) for p in saved))
+    return result

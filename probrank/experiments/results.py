@@ -37,13 +37,17 @@ class ExperimentResult:
     def stds(self) -> dict[str, dict[str, float]]:
         """``{method: {measure: sample standard deviation over seeds}}`` (0 for one seed)."""
         return {
-            method: {m: statistics.stdev(v) if len(v) > 1 else 0.0 for m, v in measures.items()}
+            method: {m: _stdev(v) for m, v in measures.items()}
             for method, measures in self.values.items()
         }
 
     def to_json(self) -> str:
-        """The means as ``{method: {measure: value}}`` JSON."""
-        return json.dumps(self.means(), indent=2, allow_nan=True)
+        """The means as ``{method: {measure: value}}`` JSON (strict: NaN is written as null)."""
+        means = {
+            method: {m: v if math.isfinite(v) else None for m, v in measures.items()}
+            for method, measures in self.means().items()
+        }
+        return json.dumps(means, indent=2, allow_nan=False)
 
     def table(self, digits: int = 4) -> str:
         """A plain-text table: one row per method, ``mean ± sd`` per measure."""
@@ -62,6 +66,13 @@ class ExperimentResult:
         ]
         text = "\n\n".join(parts)
         return text + ("\n\n" + "\n".join(self.notes) if self.notes else "")
+
+
+def _stdev(values: Sequence[float]) -> float:
+    """Sample standard deviation; 0 for one value, NaN when any value is NaN."""
+    if any(math.isnan(v) for v in values):
+        return math.nan
+    return statistics.stdev(values) if len(values) > 1 else 0.0
 
 
 def _mean_sd(mean: float, sd: float, digits: int) -> str:

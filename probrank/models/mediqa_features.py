@@ -9,7 +9,11 @@ Three groups, each switchable:
   cosine between question and answer (vectoriser fitted on the training texts);
 * **entailment**: the question's entailed MedQuAD FAQ questions (BM25 + RQE classifier, top N
   above T; :mod:`probrank.models.entailment`): their count and best probability, and the best
-  and mean cosine between the answer and the entailed questions' answers.
+  and mean cosine between the answer and the entailed questions' answers;
+* **list context** (needs the encoder): how the answer compares with the other answers to the
+  same question: the question-answer cosine, its gap to the best in the list and its rank
+  there, the same gap for TF-IDF and for the entailed-answer cosine, and the list's length.
+  Correctness is judged within a question, and these let a per-answer model see it.
 
 Everything learned (TF-IDF vocabulary, domains, standardisation) is fitted on training data only.
 """
@@ -69,6 +73,7 @@ class MediqaFeaturizer:
         finder: Entailed-question finder (None: no entailment features).
         metadata: Include the metadata group.
         max_domains: Most frequent training domains kept as one-hot columns.
+        list_context: Include the list-context group (when there is an encoder).
     """
 
     def __init__(
@@ -78,6 +83,7 @@ class MediqaFeaturizer:
         *,
         metadata: bool = True,
         max_domains: int = 12,
+        list_context: bool = True,
     ):
         if encoder is None and finder is None and not metadata:
             raise InputDataError("at least one feature group is needed")
@@ -87,6 +93,7 @@ class MediqaFeaturizer:
         self.finder = finder
         self.metadata = metadata
         self.max_domains = max_domains
+        self.list_context = list_context
         self.tfidf: TfidfVectorizer | None = None
         self.domains: list[str] = []
         self.mean: Tensor | None = None
@@ -134,7 +141,7 @@ class MediqaFeaturizer:
         names: list[str] = []
         answers = [a for item in lists for a in item.candidates]
         questions = [item.query for item in lists for _ in item.candidates]
-        vectors = None
+        vectors = cosine = None
         if self.encoder is not None:
             texts = list(dict.fromkeys([*questions, *answers]))
             encoded = self.encoder.encode_texts(texts).double().cpu()
@@ -142,18 +149,31 @@ class MediqaFeaturizer:
             index = {t: i for i, t in enumerate(texts)}
             q = encoded[[index[t] for t in questions]]
             a = encoded[[index[t] for t in answers]]
-            vectors = a
+            vectors, cosine = a, (q * a).sum(-1)
             blocks += [a, q * a, (q - a).abs()]
             h = a.shape[1]
             names += [f"a{i}" for i in range(h)] + [f"qa{i}" for i in range(h)]
             names += [f"dqa{i}" for i in range(h)]
+        meta = None
         if self.metadata:
-            blocks.append(self._metadata(lists))
+            meta = self._metadata(lists)
+            blocks.append(meta)
             names += ["inv_system_rank", "relative_system_rank", "log_length", "tfidf_cosine"]
             names += [f"domain={d}" for d in self.domains] + ["domain=other"]
+        entailment = None
         if self.finder is not None and vectors is not None:
-            blocks.append(self._entailment(lists, vectors))
+            entailment = self._entailment(lists, vectors)
+            blocks.append(entailment)
             names += ["qe_count", "qe_best_prob", "qe_best_answer_cos", "qe_mean_answer_cos"]
+        if self.list_context and cosine is not None:
+            columns = {"qa_cos": cosine}
+            if meta is not None:
+                columns["tfidf"] = meta[:, 3]
+            if entailment is not None:
+                columns["qe_answer_cos"] = entailment[:, 2]
+            block, block_names = _list_context(lists, columns)
+            blocks.append(block)
+            names += block_names
         return torch.cat(blocks, dim=1), names
 
     def _metadata(self, lists: Sequence[MediqaList]) -> Tensor:
@@ -202,3 +222,24 @@ class MediqaFeaturizer:
             for i in range(n):
                 rows.append([float(len(kept)), prob, float(best[i]), float(mean[i])])
         return torch.tensor(rows, dtype=torch.float64)
+
+
+def _list_context(
+    lists: Sequence[MediqaList], columns: dict[str, Tensor]
+) -> tuple[Tensor, list[str]]:
+    """`n x k` list-context features: the question-answer cosine and its rank in the list, each
+    column's gap to its list maximum, and the list's length."""
+    rows, start = [], 0
+    for item in lists:
+        n = len(item)
+        parts = [columns["qa_cos"][start : start + n]]
+        ranks = torch.argsort(torch.argsort(-parts[0], stable=True), stable=True) + 1
+        parts.append(1.0 / ranks.to(torch.float64))
+        for values in columns.values():
+            chunk = values[start : start + n]
+            parts.append(chunk - chunk.max())
+        parts.append(torch.full((n,), math.log(n), dtype=torch.float64))
+        rows.append(torch.stack(parts, dim=1))
+        start += n
+    names = ["qa_cos", "qa_cos_inv_rank", *(f"{c}_gap_to_best" for c in columns), "log_list_len"]
+    return torch.cat(rows), names

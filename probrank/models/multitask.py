@@ -10,9 +10,12 @@ One latent utility per answer, ``u = BayesianLinear(tanh(W x + c))``, feeds two 
 The joint objective weighs them like the paper's joint loss, ``(1 - lambda) filtering +
 lambda ranking``, with ``lambda`` favouring ranking; here the weights scale the two
 log-likelihoods (``poutine.scale``), so the posterior is a tempered one. The shared hidden
-layer and (a, b) are point estimates; the output layer has a N(0, 1) prior and a mean-field
-Normal guide, fitted by SVI (:func:`probrank.inference.fit_svi`). A deterministic twin has
-the same architecture with an ordinary output layer, trained on the same loss by Adam.
+layer and (a, b) are point estimates; the output layer has a N(0, s^2) prior and a mean-field
+Normal guide, fitted by SVI (:func:`probrank.inference.fit_svi`). With ``skip=True`` the
+output layer reads the input features beside the hidden units (a wide-and-deep utility,
+``u = w_h . tanh(W x + c) + w_x . x + b0``), so a linear signal such as CHiQA's rank reaches
+the utility without passing through the bottleneck. A deterministic twin has the same
+architecture with an ordinary output layer, trained on the same loss by Adam.
 
 Prediction: P(correct) is the posterior mean of ``sigmoid(a u + b)`` over draws of the output
 layer; answers are ranked by the posterior mean utility.
@@ -20,6 +23,7 @@ layer; answers are ranked by the posterior mean utility.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
@@ -86,6 +90,8 @@ class MultiTaskNet(PyroModule):
         bayesian: Bayesian output layer (N(0, 1) priors) or a deterministic one.
         ranking_weight: lambda in ``(1 - lambda) filtering + lambda ranking``.
         dropout: Dropout on the hidden layer while training.
+        skip: The output layer also reads the input features (wide and deep).
+        prior_scale: Standard deviation ``s`` of the output layer's Normal prior.
         seed: Seed of the initial weights.
     """
 
@@ -97,11 +103,19 @@ class MultiTaskNet(PyroModule):
         bayesian: bool = True,
         ranking_weight: float = 0.7,
         dropout: float = 0.1,
+        skip: bool = False,
+        prior_scale: float = 1.0,
         seed: int = 0,
     ):
         super().__init__()
         if not 0.0 <= ranking_weight <= 1.0:
             raise InputDataError(f"ranking_weight must lie in [0, 1], got {ranking_weight}")
+        if in_features < 1 or hidden < 1:
+            raise InputDataError(
+                f"in_features and hidden must be positive, got {in_features}, {hidden}"
+            )
+        if not prior_scale > 0:
+            raise InputDataError(f"prior_scale must be positive, got {prior_scale}")
         generator = torch.Generator().manual_seed(seed)
         bound = in_features**-0.5
         self.hidden_weight = nn.Parameter(
@@ -110,11 +124,16 @@ class MultiTaskNet(PyroModule):
         self.hidden_bias = nn.Parameter(torch.zeros(hidden))
         self.dropout = nn.Dropout(dropout)
         self.bayesian = bayesian
+        self.skip = skip
+        width = hidden + in_features if skip else hidden
+        prior = dist.Normal(0.0, prior_scale)
         self.output = (
-            BayesianLinear(hidden, 1, estimator="flipout", seed=seed) if bayesian else None
+            BayesianLinear(width, 1, prior, prior, estimator="flipout", seed=seed)
+            if bayesian
+            else None
         )
         self.out_weight = nn.Parameter(
-            (torch.rand(1, hidden, generator=generator) * 2 - 1) * hidden**-0.5
+            (torch.rand(1, width, generator=generator) * 2 - 1) * width**-0.5
         )
         self.out_bias = nn.Parameter(torch.zeros(1))
         self.log_a = nn.Parameter(torch.zeros(()))
@@ -122,8 +141,10 @@ class MultiTaskNet(PyroModule):
         self.ranking_weight = ranking_weight
 
     def features_to_hidden(self, features: Tensor) -> Tensor:
-        """`n x d` features -> `n x hidden` activations (no dropout)."""
-        return torch.tanh(nn.functional.linear(features, self.hidden_weight, self.hidden_bias))
+        """`n x d` features -> `n x width` inputs of the output layer (no dropout): the hidden
+        activations, followed by the features themselves when ``skip``."""
+        h = torch.tanh(nn.functional.linear(features, self.hidden_weight, self.hidden_bias))
+        return torch.cat([h, features], dim=-1) if self.skip else h
 
     def utility(self, features: Tensor) -> Tensor:
         """`n x d` features -> `n` utilities (one draw of the output layer if Bayesian)."""
@@ -179,19 +200,47 @@ def _mean_utility(net: MultiTaskNet, features: Tensor) -> Tensor:
     return nn.functional.linear(h, net.out_weight, net.out_bias).squeeze(-1)
 
 
+def _adam_args(lr: float, weight_decay: float) -> Callable[[str], dict[str, float]]:
+    """Adam's arguments per parameter: the L2 penalty only on point-estimated weights (the
+    variational parameters of the Bayesian layer are left to the ELBO)."""
+
+    def args(name: str) -> dict[str, float]:
+        decay = weight_decay if name.split(".")[-1] in ("hidden_weight", "out_weight") else 0.0
+        return {"lr": lr, "weight_decay": decay}
+
+    return args
+
+
 def fit_multitask(
     net: MultiTaskNet,
     train: MultiTaskData,
     validation: MultiTaskData,
     *,
     lr: float = 3e-3,
+    weight_decay: float = 1e-4,
     max_epochs: int = 300,
     patience: int = 20,
     seed: int = 0,
     progress: bool = False,
 ) -> int:
     """Fit by SVI (Bayesian) or maximum likelihood (deterministic) with early stopping on the
-    validation loss; the best epoch's parameters are kept. Returns the best epoch."""
+    validation loss; the best epoch's parameters are kept.
+
+    Args:
+        net: The network (its parameters are updated in place).
+        train: Training answers and pairs.
+        validation: Validation answers and pairs (early stopping on their weighted loss).
+        lr: Adam's learning rate.
+        weight_decay: Adam's L2 penalty on the point-estimated weights (hidden layer, and the
+            deterministic output layer).
+        max_epochs: Full-batch steps at most.
+        patience: Steps without a better validation loss before stopping.
+        seed: Seed of dropout and of the variational draws.
+        progress: Show a progress bar.
+
+    Returns:
+        The best epoch.
+    """
     x, y, p = train.features, train.labels.to(train.features.dtype), train.pairs
     val = MultiTaskData(
         validation.features, validation.labels.to(validation.features.dtype), validation.pairs
@@ -200,7 +249,7 @@ def fit_multitask(
         net,
         net.guide,
         lambda generator: [(x, y, p)],
-        optimizer=pyro.optim.Adam({"lr": lr, "weight_decay": 1e-4}),  # type: ignore[attr-defined]
+        optimizer=pyro.optim.Adam(_adam_args(lr, weight_decay)),  # type: ignore[attr-defined]
         loss=pyro.infer.TraceMeanField_ELBO() if net.bayesian else pyro.infer.Trace_ELBO(),
         max_epochs=max_epochs,
         patience=patience,

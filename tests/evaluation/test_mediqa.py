@@ -4,7 +4,9 @@ whose expected values are worked out in the comments."""
 from __future__ import annotations
 
 import math
+import random
 
+import numpy as np
 import pytest
 
 from probrank.evaluation.mediqa import (
@@ -207,3 +209,25 @@ def test_chiqa_baseline_on_test_key(shared_data):
     got = {k: round(v, 4) for k, v in mediqa_scores(key, sub).items()}
     assert got["accuracy"] == 0.5167 and got["precision"] == 0.5167
     assert got["MRR"] == 0.8950 and got["spearman_official"] == 0.3150
+
+
+def test_fast_spearman_paths_equal_scipy_on_random_orders():
+    # the closed forms used for distinct IDs agree with scipy's rank-based computation
+    from scipy import stats
+
+    from probrank.evaluation.mediqa import _official_spearman
+
+    rng = random.Random(3)
+    for _ in range(200):
+        n = rng.randint(2, 12)
+        ids = [f"1_Answer{i}" for i in rng.sample(range(1, 15), n)]
+        submitted = rng.sample(ids, n)
+        reference = rng.sample(ids, n)
+        a = stats.rankdata(np.array(submitted, dtype=object).astype(str))
+        b = stats.rankdata(np.array(reference, dtype=object).astype(str))
+        expected = float(np.corrcoef(a, b)[0, 1])
+        assert _official_spearman(submitted, reference) == pytest.approx(expected, abs=1e-12)
+        key = [MediqaRow("1", x, 1) for x in reference]
+        sub = [MediqaRow("1", x, 1) for x in submitted]
+        textbook = stats.spearmanr([submitted.index(x) for x in reference], range(n)).statistic
+        assert mediqa_scores(key, sub)["spearman"] == pytest.approx(textbook, abs=1e-12)

@@ -64,3 +64,35 @@ def test_bad_inputs():
         MultiTaskData(torch.zeros(2, 3), torch.zeros(2), torch.tensor([[0, 5]]))
     with pytest.raises(InputDataError, match="`n x d`"):
         MultiTaskData(torch.zeros(2, 3), torch.zeros(3), torch.zeros(0, 2, dtype=torch.long))
+
+
+def test_skip_connection_feeds_the_features_to_the_output_layer():
+    net = MultiTaskNet(3, hidden=4, bayesian=True, skip=True, prior_scale=0.5, seed=0).double()
+    x = torch.randn(5, 3, dtype=torch.float64)
+    h = net.features_to_hidden(x)
+    assert h.shape == (5, 7)
+    torch.testing.assert_close(h[:, 4:], x, rtol=0, atol=0)
+    assert net.output is not None and net.output.in_features == 7
+    # the prior's scale reaches the Bayesian layer's weight site
+    prior = net.output._pyro_samples["weight"](net.output)  # type: ignore[operator]
+    assert float(prior.base_dist.scale.max()) == pytest.approx(0.5)
+    with pytest.raises(InputDataError, match="prior_scale"):
+        MultiTaskNet(3, prior_scale=0.0)
+
+
+def test_weight_decay_shrinks_the_hidden_layer_only():
+    from probrank.models.multitask import _adam_args
+
+    args = _adam_args(1e-3, 10.0)
+    assert args("hidden_weight")["weight_decay"] == 10.0
+    assert args("out_weight")["weight_decay"] == 10.0
+    for name in ("output.weight_loc", "output.weight_scale", "hidden_bias", "log_a", "b"):
+        assert args(name)["weight_decay"] == 0.0
+    train, _ = _questions(30, 0)
+    val, _ = _questions(10, 1)
+    norms = {}
+    for decay in (0.0, 1e3):
+        net = MultiTaskNet(6, hidden=8, bayesian=False, seed=0).double()
+        fit_multitask(net, train, val, lr=1e-2, weight_decay=decay, max_epochs=60, patience=60)
+        norms[decay] = float(net.hidden_weight.detach().norm())
+    assert norms[1e3] < 0.5 * norms[0.0]
