@@ -10,7 +10,7 @@ from probrank.demo.runner import DemoContext
 from probrank.evaluation import compare, evaluate
 from probrank.experiments.results import format_table
 
-__all__ = ["SECTIONS", "evaluation_section", "fusion_section"]
+__all__ = ["SECTIONS", "evaluation_section", "fusion_section", "multitask_section"]
 
 DEMO_MEASURES = ["AP", "nDCG@10", "P@5", "P@10", "R@100", "RR"]
 
@@ -60,7 +60,18 @@ def fusion_section(ctx: DemoContext) -> str:
     )
 
 
+def multitask_section(ctx: DemoContext) -> str:
+    """The MEDIQA-style multi-task filter + re-rank head on generated answer lists."""
+    from probrank.experiments.mediqa_demo import demo_section
+
+    markdown, results = demo_section(ctx.output_dir, seed=ctx.seed, quick=ctx.quick)
+    ctx.figures.append("multitask.png")
+    ctx.results["multitask"] = results
+    return markdown
+
+
 SECTIONS: list[tuple[str, Callable[[DemoContext], str]]] = [
     ("evaluation", evaluation_section),
     ("fusion", fusion_section),
+    ("multitask", multitask_section),
 ]
