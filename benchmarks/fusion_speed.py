@@ -8,11 +8,17 @@ list, min-max normalisation, in one process:
 * ``ranx.fuse`` on the runs cut at 100 (ranx has no depth option): its first call (numba JIT
   compilation or cache load) and its steady state, plus the time to build ranx ``Run`` objects;
 * META has no ranx counterpart;
-* if ``probrank.experiments.qlfusion`` and ``models/qlfusion/robust03.toml`` exist, the full
-  10-fold cross-validation through ``probrank.experiments.run_experiment(config, seeds=1)``.
+* QLFusion's full 10-fold cross-validation of the proposed model on Robust03 (one seed:
+  reading the runs, features, training every fold's quantifiers, fusing, evaluating) with the
+  settings of ``models/qlfusion/robust03.toml`` (``--cv proposed``, the default), timed apart
+  from the extras of the experiment (Table 2 grid, LR, RF, plus: ``--cv full`` times
+  ``run_experiment(config, seeds=1)`` as a whole, with each training group's share).
+  ``--compare`` adds, in the same process, the proposed model's CV with the previous
+  configuration's settings (batch sizes 4, 8, 16; 200 steps) with one and two torch threads.
 
 Steady-state times are medians over ``--repeats`` calls. Prints a table, then one JSON object.
-Run: ``.venv/bin/python benchmarks/fusion_speed.py [--repeats 5] [--skip-cv]``.
+Run: ``.venv/bin/python benchmarks/fusion_speed.py [--repeats 5] [--cv proposed|full|none]
+[--compare]``.
 """
 
 from __future__ import annotations
@@ -90,23 +96,32 @@ def _time_ranx(cut: list[Run], repeats: int) -> tuple[dict, dict[str, dict]]:
     }, results
 
 
-def _time_cv() -> dict:
+def _time_cv(mode: str, compare: bool) -> dict:
     if importlib.util.find_spec("probrank.experiments.qlfusion") is None:
         return {"available": False, "reason": "probrank.experiments.qlfusion does not exist"}
     if not CONFIG.is_file():
         return {"available": False, "reason": f"{CONFIG} does not exist"}
     from probrank.experiments import run_experiment
+    from probrank.experiments.qlfusion import time_proposed
 
-    start = time.perf_counter()
-    result = run_experiment(CONFIG, seeds=1)
-    wall = time.perf_counter() - start
-    return {
-        "available": True,
-        "config": str(CONFIG),
-        "seeds": 1,
-        "wall_s": wall,
-        "means": json.loads(result.to_json()),
-    }
+    out: dict = {"available": True, "config": str(CONFIG), "mode": mode, "seeds": 1}
+    if mode == "full":
+        start = time.perf_counter()
+        result = run_experiment(CONFIG, seeds=1)
+        out["wall_s"] = time.perf_counter() - start
+        out["means"] = json.loads(result.to_json())
+        out["groups_s"] = {
+            group: values["seed 0"]
+            for group, values in result.extra["Training wall time per seed (s)"].items()
+        }
+        return out
+    out["proposed"] = time_proposed(CONFIG)
+    out["wall_s"] = out["proposed"]["total_s"]
+    if compare:
+        previous = {"batch_sizes": [4, 8, 16], "max_steps": 200}
+        out["previous_settings"] = time_proposed(CONFIG, overrides=previous)
+        out["previous_settings_2_threads"] = time_proposed(CONFIG, threads=2, overrides=previous)
+    return out
 
 
 def _cell(row: dict, key: str, spec: str) -> str:
@@ -116,7 +131,17 @@ def _cell(row: dict, key: str, spec: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--skip-cv", action="store_true", help="do not time the 10-fold CV")
+    parser.add_argument(
+        "--cv",
+        choices=["proposed", "full", "none"],
+        default="proposed",
+        help="time the proposed model's 10-fold CV (default), the whole experiment, or neither",
+    )
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="also time the proposed CV with 2 threads and with the previous settings",
+    )
     args = parser.parse_args()
 
     load_before = os.getloadavg()
@@ -153,7 +178,11 @@ def main() -> None:
             row["max_abs_score_difference"] = _max_abs_difference(fused, other["fused"])
         rows.append(row)
 
-    cv = {"available": False, "reason": "--skip-cv"} if args.skip_cv else _time_cv()
+    cv = (
+        {"available": False, "reason": "--cv none"}
+        if args.cv == "none"
+        else _time_cv(args.cv, args.compare)
+    )
 
     print(f"Robust03, {len(runs)} runs, depth {DEPTH}, min-max; median of {args.repeats} calls")
     load_after = os.getloadavg()
@@ -178,8 +207,21 @@ def main() -> None:
         print(f"ranx {ranx_info['version']}: building ranx Runs {ranx_info['build_runs_s']:.3f} s")
     else:
         print("ranx not importable (install the bench extra): no comparison")
-    if cv.get("available"):
-        print(f"QLFusion 10-fold CV on Robust03 (seeds=1): {cv['wall_s']:.1f} s wall")
+    if cv.get("available") and cv["mode"] == "full":
+        groups = ", ".join(f"{k} {v:.1f} s" for k, v in cv["groups_s"].items())
+        print(f"QLFusion experiment on Robust03 (seeds=1): {cv['wall_s']:.1f} s wall ({groups})")
+    elif cv.get("available"):
+        for key, label in (
+            ("proposed", "QLFusion (proposed) 10-fold CV on Robust03, config settings"),
+            ("previous_settings", "  previous settings (batch sizes 4, 8, 16; 200 steps)"),
+            ("previous_settings_2_threads", "  previous settings, 2 torch threads"),
+        ):
+            if key in cv:
+                r = cv[key]
+                print(
+                    f"{label}: {r['total_s']:.1f} s wall (train {r['train_s']:.1f} s, "
+                    f"{r['threads']} thread(s)); P@5 {r['P@5']:.4f}, nDCG@5 {r['nDCG@5']:.4f}"
+                )
     else:
         print(f"QLFusion 10-fold CV: not available ({cv['reason']})")
     summary = {

@@ -12,7 +12,6 @@ from probrank.fusion.meta import (
 )
 from probrank.fusion.normalize import Normalization, normalize, normalize_scores
 from probrank.fusion.rrf import DEFAULT_RRF_K, reciprocal_ranks, rrf
-from probrank.fusion.selection import top_runs
 
 __all__ = [
     "DEFAULT_RRF_K",
@@ -32,5 +31,4 @@ __all__ = [
     "normalize_scores",
     "reciprocal_ranks",
     "rrf",
-    "top_runs",
 ]

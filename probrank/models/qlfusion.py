@@ -24,14 +24,13 @@ proportion (squared error): the paper's Table 2 grid.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 import pyro
 import pyro.distributions as dist
-import pyro.optim
 import torch
 from pyro import poutine
 from pyro.infer import TraceMeanField_ELBO
@@ -42,13 +41,15 @@ from probrank._options import parse_enum
 from probrank.data.trec import Qrels, Run
 from probrank.exceptions import InputDataError
 from probrank.fusion.normalize import normalize_scores
-from probrank.inference.svi import FitResult, fit_svi
+from probrank.inference.ensemble_batches import EnsembleBatches
+from probrank.inference.svi import FitResult, FusedAdam, fit_svi
 from probrank.likelihoods.proportion import Likelihood, binomial_proportion, gaussian_proportion
 from probrank.nn.bayesian_linear import BayesianLinear
 
 __all__ = [
     "QLFusionNet",
     "QuantifierLoss",
+    "RowGroups",
     "TrainedQuantifier",
     "list_features",
     "relevant_counts",
@@ -115,6 +116,18 @@ def relevant_counts(
     return out
 
 
+RowGroups = Sequence[tuple[int, int]]
+"""``[(members, rows), ...]``: contiguous member groups and how many leading rows each uses."""
+
+
+def _hidden(
+    x: Tensor, gain: Tensor, bias: Tensor, weight: Tensor, offset: Tensor, layer_norm: bool
+) -> Tensor:
+    """``sigmoid(LayerNorm(x) W^T + b)`` for `M x n x k` inputs and `M`-batched parameters."""
+    normed = (nn.functional.layer_norm(x, (x.shape[-1],)) if layer_norm else x) * gain + bias
+    return torch.sigmoid(torch.baddbmm(offset, normed, weight.transpose(-1, -2)))
+
+
 class _DeterministicLinear(PyroModule):
     """A batched plain linear layer ``M x o x d`` (the deterministic twin's output layer)."""
 
@@ -133,7 +146,7 @@ class QLFusionNet(PyroModule):
     """The QLFusion network, vectorised over ``num_models`` independent members.
 
     Args:
-        depth: `k`, the input width (list length).
+        depth: `k`, the input width (the list length for the paper's inputs).
         hidden: Width of the hidden sigmoid layer (32 in the paper).
         num_models: `M`, independent members trained together.
         bayesian: A :class:`~probrank.nn.bayesian_linear.BayesianLinear` output layer with
@@ -141,6 +154,12 @@ class QLFusionNet(PyroModule):
         loss: ``"binomial"`` (the paper's) or ``"mse"``, or one of them per member.
         estimator: The output layer's gradient estimator (``"flipout"`` as in the paper).
         prior_scale: Standard deviation of the output layer's Normal priors.
+        init_scale: Initial standard deviation of the output layer's mean-field guide.
+        layer_norm: Normalise each input row (the paper's, for score curves); False keeps
+            only the learned per-feature gain and bias (for pre-standardised features).
+        total_count: `n` of the binomial likelihood, the list length whose relevant
+            documents are counted (default ``depth``; set it when the inputs are not the
+            list's scores).
         seed: Seeds the initial weights.
 
     Inputs are `M x n x k`; :meth:`model` and :meth:`guide` take ``(x, counts, mask, scale)``,
@@ -157,6 +176,9 @@ class QLFusionNet(PyroModule):
         loss: QuantifierLoss | str | Sequence[QuantifierLoss | str] = QuantifierLoss.BINOMIAL,
         estimator: str = "flipout",
         prior_scale: float = 1.0,
+        init_scale: float = 1e-2,
+        layer_norm: bool = True,
+        total_count: int | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -166,7 +188,11 @@ class QLFusionNet(PyroModule):
                 f"{num_models}"
             )
         self.depth, self.hidden, self.num_models = depth, hidden, num_models
+        self.total_count = depth if total_count is None else int(total_count)
+        if self.total_count < 1:
+            raise InputDataError(f"total_count must be positive, got {total_count}")
         self.bayesian = bayesian
+        self.layer_norm = layer_norm
         names = [loss] * num_models if isinstance(loss, str) else list(loss)
         if len(names) != num_models:
             raise InputDataError(f"got {len(names)} losses for {num_models} members")
@@ -194,6 +220,7 @@ class QLFusionNet(PyroModule):
                 prior,
                 estimator=estimator,
                 batch_shape=(num_models,),
+                init_scale=init_scale,
                 seed=int(torch.randint(0, 2**31 - 1, (), generator=generator)),
             )
         else:
@@ -201,24 +228,44 @@ class QLFusionNet(PyroModule):
 
     def likelihoods(self) -> tuple[Likelihood, Likelihood]:
         """The binomial (paper) and Gaussian (MSE) likelihoods of counts out of `k`."""
-        return binomial_proportion(self.depth), gaussian_proportion(self.depth)
+        return binomial_proportion(self.total_count), gaussian_proportion(self.total_count)
 
-    def features(self, x: Tensor) -> Tensor:
+    def features(self, x: Tensor, groups: RowGroups | None = None) -> Tensor:
         """Layer norm, hidden linear layer and sigmoid.
 
         Args:
             x: `M x n x k` inputs.
+            groups: Optional ``[(members, rows), ...]`` covering the `M` members in order:
+                only the first ``rows`` rows of each group's members are computed, the rest
+                are padding and get zero activations (mini-batches of different sizes).
 
         Returns:
             `M x n x hidden` hidden activations.
         """
-        normed = nn.functional.layer_norm(x, (x.shape[-1],)) * self.norm_gain + self.norm_bias
-        hidden = torch.baddbmm(self.hidden_bias, normed, self.hidden_weight.transpose(-1, -2))
-        return torch.sigmoid(hidden)
+        gain, bias = self.norm_gain, self.norm_bias
+        weight, offset = self.hidden_weight, self.hidden_bias
+        if groups is None:
+            return _hidden(x, gain, bias, weight, offset, self.layer_norm)
+        if sum(m for m, _ in groups) != x.shape[0] or any(r > x.shape[1] for _, r in groups):
+            raise InputDataError(f"row groups {list(groups)} do not fit inputs {tuple(x.shape)}")
+        split = [m for m, _ in groups]  # split (not slicing): one concatenation in backward
+        parts = []
+        for (_, rows), xg, g, b, w, o in zip(
+            groups,
+            x.split(split),
+            gain.split(split),
+            bias.split(split),
+            weight.split(split),
+            offset.split(split),
+            strict=True,
+        ):
+            h = _hidden(xg[:, :rows], g, b, w, o, self.layer_norm)
+            parts.append(nn.functional.pad(h, (0, 0, 0, x.shape[1] - rows)))
+        return torch.cat(parts)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, groups: RowGroups | None = None) -> Tensor:
         """Logits of ``p_hat``, `M x n`, for inputs `M x n x k` (one weight draw)."""
-        return self.output(self.features(x)).squeeze(-1)
+        return self.output(self.features(x, groups)).squeeze(-1)
 
     def model(
         self,
@@ -226,6 +273,7 @@ class QLFusionNet(PyroModule):
         counts: Tensor | None = None,
         mask: Tensor | None = None,
         scale: Tensor | None = None,
+        groups: RowGroups | None = None,
     ) -> Tensor:
         """The Pyro model: ``counts ~ likelihood(logits)`` with logits from :meth:`forward`.
 
@@ -235,11 +283,12 @@ class QLFusionNet(PyroModule):
             mask: `M x n` bool, False for padding rows (ignored by the likelihood).
             scale: `M x n` likelihood scale, ``N_m / n`` to scale a mini-batch up to member
                 ``m``'s full training set of ``N_m`` lists.
+            groups: Row groups (see :meth:`features`); rows outside them must be masked.
 
         Returns:
             `M x n` ``p_hat`` (also the deterministic site ``"p_hat"``).
         """
-        logits = self(x)
+        logits = self(x, groups)
         p_hat = pyro.deterministic("p_hat", torch.sigmoid(logits))
         keep = torch.ones_like(logits, dtype=torch.bool) if mask is None else mask.bool()
         binomial = self.binomial.view(-1, 1)
@@ -261,6 +310,7 @@ class QLFusionNet(PyroModule):
         counts: Tensor | None = None,
         mask: Tensor | None = None,
         scale: Tensor | None = None,
+        groups: RowGroups | None = None,
     ) -> None:
         """The mean-field Normal guide of the output layer (empty for the deterministic twin)."""
         if isinstance(self.output, BayesianLinear):
@@ -371,55 +421,6 @@ def _masked_mae(p_hat: Tensor, p: Tensor, mask: Tensor) -> Tensor:
     return ((p_hat - p).abs() * weight).sum(-1) / weight.sum(-1).clamp_min(1.0)
 
 
-class _MemberBatches:
-    """Mini-batches where every member has its own batch size and its own permutation.
-
-    One call yields one *period*: ``ceil(N / max batch size)`` steps. Members sharing a batch
-    size form a contiguous group with a shared cursor into per-member permutations; a new
-    permutation starts when a member's epoch ends (a short last batch is allowed). Batches are
-    padded to the largest batch size with ``mask`` False; ``scale`` is ``N_m / rows`` so each
-    step's likelihood is scaled to member ``m``'s full training set.
-    """
-
-    def __init__(self, x: Tensor, counts: Tensor, mask: Tensor, sizes: list[int], group: int):
-        self.x, self.counts, self.mask = x, counts, mask
-        self.sizes, self.group = sizes, group
-        self.n = x.shape[1]
-        self.n_train = mask.sum(-1).to(x.dtype)
-        self.width = max(sizes)
-        self.period = math.ceil(self.n / self.width)
-        self.perms: list[Tensor] = []
-        self.cursor = [0] * len(sizes)
-
-    def __call__(self, generator: torch.Generator) -> Iterable[Sequence[Tensor]]:
-        if not self.perms:
-            self.perms = [self._perm(generator) for _ in self.sizes]
-        for _ in range(self.period):
-            parts = [self._step(g, b, generator) for g, b in enumerate(self.sizes)]
-            x, counts, mask = (torch.cat(t) for t in zip(*parts, strict=True))
-            rows = mask.sum(-1, keepdim=True).clamp_min(1).to(x.dtype)
-            n_train = self.n_train.repeat(len(self.sizes)).view(-1, 1)
-            yield x, counts, mask, (n_train / rows).expand_as(counts)
-
-    def _perm(self, generator: torch.Generator) -> Tensor:
-        return torch.rand(self.group, self.n, generator=generator).argsort(-1)
-
-    def _step(self, g: int, b: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
-        start = self.cursor[g]
-        index = self.perms[g][:, start : start + b]
-        self.cursor[g] = start + b
-        if self.cursor[g] >= self.n:
-            self.perms[g], self.cursor[g] = self._perm(generator), 0
-        width, taken = self.width, index.shape[1]
-        x = torch.zeros(self.group, width, self.x.shape[-1], dtype=self.x.dtype)
-        counts = torch.zeros(self.group, width, dtype=self.counts.dtype)
-        mask = torch.zeros(self.group, width, dtype=torch.bool)
-        x[:, :taken] = self.x.gather(1, index.unsqueeze(-1).expand(-1, -1, self.x.shape[-1]))
-        counts[:, :taken] = self.counts.gather(1, index)
-        mask[:, :taken] = self.mask.gather(1, index)
-        return x, counts, mask
-
-
 def train_quantifier(
     train: Mapping[str, Tensor],
     val: Mapping[str, Tensor],
@@ -433,6 +434,9 @@ def train_quantifier(
     max_steps: int | None = None,
     hidden: int = 32,
     estimator: str = "flipout",
+    init_scale: float = 1e-2,
+    layer_norm: bool = True,
+    total_count: int | None = None,
     num_samples: int = 1,
     seed: int = 0,
     progress: bool = True,
@@ -440,14 +444,17 @@ def train_quantifier(
     """Train `M` independent quantifiers for every batch size and loss, in one SVI loop.
 
     All `B * L * M` (batch size, loss, member) combinations are members of one vectorised
-    :class:`QLFusionNet` trained by :func:`~probrank.inference.svi.fit_svi` (Adam with
-    ``lr``). Each member uses its own batch size, so a step of the loop is one step of every
-    member; validation MAE is checked every period of ``ceil(N / max batch size)`` steps (one
-    epoch of the largest batch size), and each member's patience and epoch limit are converted
-    from its own epochs to periods, so that a member with batch size ``b`` stops after
-    ``patience`` of *its* epochs without improvement and keeps its best parameters. Per
-    (loss, member), the batch size with the lowest validation MAE is chosen; validation never
-    sees test lists.
+    :class:`QLFusionNet` trained by :func:`~probrank.inference.svi.fit_svi` (Pyro SVI,
+    ``TraceMeanField_ELBO``, Adam with ``lr`` as one fused
+    :class:`~probrank.inference.svi.FusedAdam` step). Each member uses its own batch size
+    (:class:`~probrank.inference.ensemble_batches.EnsembleBatches`; the hidden layer is
+    evaluated only on each group's real rows), so a step of the loop is one step of every
+    member. Validation MAE is checked every period of ``ceil(N / max batch size)`` steps (one
+    epoch of the largest batch size); each member's patience and epoch limit are converted
+    from its own epochs to periods, so a member with batch size ``b`` stops improving after
+    ``max_epochs`` of *its* epochs, stops after ``patience`` of its epochs without improvement,
+    and keeps its best parameters. Per (loss, member), the batch size with the lowest
+    validation MAE is chosen; validation never sees test lists.
 
     Args:
         train: ``{"x": M x N x k, "counts": M x N, "mask": M x N bool}`` training lists
@@ -459,9 +466,13 @@ def train_quantifier(
         lr: Adam learning rate.
         max_epochs: Epoch limit, in each member's own epochs.
         patience: Early-stopping patience, in each member's own epochs.
-        max_steps: Optional cap on the total number of SVI steps.
+        max_steps: Optional cap on the number of SVI steps (every member takes one per step).
         hidden: Hidden width.
         estimator: Output layer estimator.
+        init_scale: Initial standard deviation of the output layer's guide.
+        layer_norm: Row-wise layer norm of the inputs (see :class:`QLFusionNet`).
+        total_count: The list length `n` the counts are out of (default: the input width
+            `k`, right for the paper's inputs).
         num_samples: Weight draws averaged for the validation MAE (1: the guide's mean).
         seed: Seeds initialisation and training.
         progress: Show a progress bar.
@@ -471,12 +482,18 @@ def train_quantifier(
     """
     x, counts, mask = train["x"], train["counts"], train["mask"].bool()
     members, size, depth = x.shape
+    n_list = depth if total_count is None else int(total_count)
     val_x, val_mask = val["x"], val["mask"].bool()
-    val_p = val["counts"] / depth
+    val_p = val["counts"] / n_list
     if bool((mask.sum(-1) < 1).any()) or bool((val_mask.sum(-1) < 1).any()):
         raise InputDataError("every member needs at least one training and one validation list")
     if not batch_sizes or min(batch_sizes) < 1:
         raise InputDataError(f"batch sizes must be positive, got {list(batch_sizes)}")
+    if max_epochs < 1 or patience < 1 or (max_steps is not None and max_steps < 1):
+        raise InputDataError(
+            f"max_epochs, patience and max_steps must be positive, got {max_epochs}, "
+            f"{patience}, {max_steps}"
+        )
     loss_list = [parse_enum(QuantifierLoss, n, "loss") for n in losses]
     sizes = [min(b, size) for b in batch_sizes]
     copies = len(sizes) * len(loss_list)
@@ -485,17 +502,17 @@ def train_quantifier(
     def tile(t: Tensor, times: int) -> Tensor:
         return t.unsqueeze(0).expand(times, *t.shape).reshape(-1, *t.shape[1:])
 
-    batches = _MemberBatches(
-        tile(x, len(loss_list)),
-        tile(counts, len(loss_list)),
+    batches = EnsembleBatches(
+        [x.unsqueeze(0).expand(len(loss_list), *x.shape).flatten(0, 1),
+         counts.unsqueeze(0).expand(len(loss_list), *counts.shape).flatten(0, 1)],
         tile(mask, len(loss_list)),
         sizes,
-        group,
-    )
+    )  # fmt: skip
     member_sizes = torch.tensor(sizes).repeat_interleave(group)
     own_epoch = torch.ceil(size / member_sizes) / batches.period  # periods per own epoch
     patience_periods = torch.ceil(patience * own_epoch).long().clamp_min(1)
-    max_periods = math.ceil(max_epochs * float(own_epoch.max()))
+    limit_periods = torch.ceil(max_epochs * own_epoch).long().clamp_min(1)
+    max_periods = int(limit_periods.max())
     if max_steps is not None:
         max_periods = max(1, min(max_periods, max_steps // batches.period))
     net = QLFusionNet(
@@ -505,22 +522,30 @@ def train_quantifier(
         bayesian=bayesian,
         loss=[n for _ in sizes for n in loss_list for _ in range(members)],
         estimator=estimator,
+        init_scale=init_scale,
+        layer_norm=layer_norm,
+        total_count=n_list,
         seed=seed,
     )
     vx, vp, vm = (tile(t, copies) for t in (val_x, val_p, val_mask))
+    periods_done = [0]
 
     def metric() -> Tensor:
-        if num_samples <= 1:
-            p_hat = net.predict(vx, mean_weights=True)[0]
-        else:
-            p_hat = net.predict(vx, num_samples, seed=seed).mean(0)
-        return _masked_mae(p_hat, vp, vm)
+        with torch.inference_mode():
+            if num_samples <= 1:
+                p_hat = net.predict(vx, mean_weights=True)[0]
+            else:
+                p_hat = net.predict(vx, num_samples, seed=seed).mean(0)
+            mae = _masked_mae(p_hat, vp, vm).double()
+        periods_done[0] += 1
+        # a member past its own epoch limit can no longer improve (its best is kept)
+        return torch.where(periods_done[0] > limit_periods, math.inf, mae)
 
     fit = fit_svi(
         net.model,
         net.guide,
         batches,
-        optimizer=pyro.optim.Adam({"lr": lr}),  # type: ignore[attr-defined]
+        optimizer=FusedAdam({"lr": lr}),
         loss=TraceMeanField_ELBO(),
         max_epochs=max_periods,
         patience=patience_periods,

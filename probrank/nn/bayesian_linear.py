@@ -230,5 +230,14 @@ class BayesianLinear(PyroModule):
 
 
 def _random_signs(shape: torch.Size, like: Tensor) -> Tensor:
-    """Uniform ``{-1, 1}`` entries of ``shape`` (from the global torch generator)."""
-    return torch.randint(0, 2, shape, dtype=like.dtype, device=like.device) * 2 - 1
+    """Independent uniform ``{-1, 1}`` entries of ``shape`` (from the global torch generator).
+
+    Draws one 31-bit random integer per 31 entries of the last dimension and uses its bits,
+    which is several times cheaper than one random number per entry.
+    """
+    width = shape[-1] if len(shape) else 1
+    words = -(-width // 31)
+    draws = torch.randint(0, 2**31, (*shape[:-1], words, 1), device=like.device)
+    bits = (draws >> torch.arange(31, device=like.device)) & 1
+    signs = bits.flatten(-2)[..., :width].to(like.dtype) * 2 - 1
+    return signs.reshape(shape)

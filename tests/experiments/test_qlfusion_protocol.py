@@ -10,16 +10,20 @@ import pytest
 
 from probrank.cli import main
 from probrank.data.trec import Qrels, Run
+from probrank.exceptions import InputDataError
 from probrank.experiments import load_config
 from probrank.experiments.fuse_command import fuse_command
 from probrank.experiments.qlfusion import (
+    TABLE_1,
     QuantifierSettings,
     make_folds,
     qlfusion_demo,
     run,
 )
+from probrank.experiments.qlfusion.variants import DEFAULT_SETTINGS
 
-CONFIG = Path(__file__).resolve().parents[2] / "models" / "qlfusion" / "robust03.toml"
+MODELS = Path(__file__).resolve().parents[2] / "models" / "qlfusion"
+CONFIG = MODELS / "robust03.toml"
 SIX = ["pircRBa1", "aplrob03a", "uwmtCR0", "VTcdhgp1", "THUIRr0301", "fub03IeOLKe3"]
 
 
@@ -33,16 +37,8 @@ def test_folds_partition_topics() -> None:
 @pytest.mark.integration
 def test_smoke_protocol_end_to_end(shared_data: Path) -> None:
     result = run(load_config(CONFIG), config_path=CONFIG, seeds=1, smoke=True, progress=False)
-    methods = [
-        "combsum",
-        "combmnz",
-        "meta",
-        "qlfusion_lr",
-        "qlfusion_rf",
-        "qlfusion",
-        "qlfusion_det",
-    ]
-    assert list(result.values) == methods
+    extensions = ["qlfusion_lower", "qlfusion_plus", "qlfusion_plus_det"]
+    assert list(result.values) == [*TABLE_1, *extensions]
     assert set(result.values["qlfusion"]) == {
         f"{m}@{k}" for m in ("P", "R", "nDCG") for k in (5, 10, 20)
     }
@@ -85,11 +81,12 @@ def _generated(tmp_path: Path) -> tuple[Path, list[Path]]:
     return tmp_path / "qrels.txt", paths
 
 
-def test_fuse_command_qlfusion_cross_validated(tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", ["qlfusion", "qlfusion_plus"])
+def test_fuse_command_qlfusion_cross_validated(tmp_path: Path, method: str) -> None:
     qrels, paths = _generated(tmp_path)
     out = tmp_path / "fused.txt"
     settings = QuantifierSettings(batch_sizes=(4,), max_epochs=3, patience=2, posterior_samples=5)
-    values = fuse_command(qrels, paths, method="qlfusion", norm="minmax", depth=100,
+    values = fuse_command(qrels, paths, method=method, norm="minmax", depth=100,
                           top_runs=None, folds=3, seed=0, output=out, progress=False,
                           settings=settings)  # fmt: skip
     assert set(values) >= {"P@5", "nDCG@20", "AP"}
@@ -102,7 +99,31 @@ def test_fuse_command_qlfusion_cross_validated(tmp_path: Path) -> None:
 
 def test_qlfusion_demo_on_generated_runs(tmp_path: Path) -> None:
     qrels_path, paths = _generated(tmp_path)
-    out = qlfusion_demo([Run.read(p) for p in paths], Qrels.read(qrels_path), seed=0, quick=True)
+    figure = tmp_path / "figures" / "qlfusion.png"
+    runs = [Run.read(p) for p in paths]
+    out = qlfusion_demo(runs, Qrels.read(qrels_path), seed=0, quick=True, figure=figure)
     assert set(out) == {"combsum", "combmnz", "qlfusion", "qlfusion_mae"}
     assert 0.0 <= out["qlfusion"]["P@5"] <= 1.0
     assert 0.0 <= out["qlfusion_mae"]["MAE"] <= 1.0
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in figure.parent.iterdir()] == ["qlfusion.png"]  # no temp file left
+
+
+@pytest.mark.parametrize("name", ["robust03.toml", "clef_tar_2018.toml"])
+def test_fuse_defaults_are_the_configs_settings(name: str) -> None:
+    table = load_config(MODELS / name)["quantifier"]
+    assert QuantifierSettings.from_config(table) == DEFAULT_SETTINGS
+
+
+def test_fuse_command_refuses_duplicate_documents_unless_asked(tmp_path: Path) -> None:
+    qrels, paths = _generated(tmp_path)
+    duplicated = tmp_path / "dup.txt"
+    text = paths[0].read_text()
+    duplicated.write_text(text + text.splitlines()[0] + "\n")
+    out = tmp_path / "fused.txt"
+    with pytest.raises(InputDataError):
+        fuse_command(qrels, [duplicated, paths[1]], method="combsum", output=out)
+    values = fuse_command(
+        qrels, [duplicated, paths[1]], method="combsum", output=out, on_duplicate="max"
+    )
+    assert 0.0 <= values["P@5"] <= 1.0

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probrank.data import Qrels, Run
+from probrank.data import Run
 from probrank.exceptions import ConvergenceWarning, InputDataError
-from probrank.fusion import FusionMethod, Normalization, fuse, top_runs
+from probrank.fusion import FusionMethod, Normalization, fuse
 
 SCORE_METHODS = ["combsum", "combmnz", "combmax"]
 ALL_CASES = [(m, n) for m in SCORE_METHODS for n in Normalization] + [
@@ -130,18 +130,6 @@ def test_bad_options_raise(kwargs: dict) -> None:
 def test_no_runs_raise() -> None:
     with pytest.raises(InputDataError):
         fuse([])
-
-
-def test_top_runs_orders_by_map_and_breaks_ties_by_name() -> None:
-    qrels = Qrels({"1": {"a": 1, "b": 0}})
-    good = Run({"1": {"a": 2.0, "b": 1.0}}, name="good")
-    bad = Run({"1": {"a": 1.0, "b": 2.0}}, name="bad")
-    twin = Run({"1": {"a": 5.0, "b": 1.0}}, name="alsogood")
-    chosen = top_runs(qrels, [bad, good, twin], 2)
-    assert [r.name for r in chosen] == ["alsogood", "good"]
-    assert [r.name for r in top_runs(qrels, [good, bad], 5)] == ["good", "bad"]
-    with pytest.raises(InputDataError):
-        top_runs(qrels, [good], 0)
 
 
 def test_agrees_with_ranx_fuse() -> None:

@@ -9,7 +9,8 @@ import pytest
 
 from probrank.data import Qrels, Run
 from probrank.evaluation import evaluate
-from probrank.fusion import fuse, top_runs
+from probrank.experiments.selection import top_runs
+from probrank.fusion import fuse
 
 pytestmark = pytest.mark.integration
 

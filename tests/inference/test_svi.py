@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from probrank.exceptions import InputDataError
-from probrank.inference.svi import fit_svi
+from probrank.inference.svi import FusedAdam, fit_svi
 
 
 def _model(x: torch.Tensor) -> None:
@@ -110,3 +110,43 @@ def test_minibatches_and_bad_input() -> None:
         fit_svi(_model, _guide, (torch.randn(3), torch.randn(4)), progress=False)
     with pytest.raises(InputDataError):
         fit_svi(_model, _guide, (torch.randn(3),), batch_size=0, progress=False)
+
+
+def test_fused_adam_matches_pyro_adam_per_parameter() -> None:
+    # Adam is element-wise, so one fused optimizer over all parameters must give the same
+    # trajectory as pyro.optim.Adam's one-optimizer-per-tensor (float64, 25 steps).
+    def model(x: torch.Tensor) -> None:
+        loc = pyro.param("loc", torch.zeros(3, dtype=torch.float64))
+        scale = pyro.param(
+            "scale", torch.ones(3, dtype=torch.float64), constraint=dist.constraints.positive
+        )
+        with pyro.plate("data", x.shape[0]):
+            pyro.sample("x", dist.Normal(loc, scale).to_event(1), obs=x)
+
+    x = torch.randn(40, 3, dtype=torch.float64) * 2 + 1
+    results = []
+    for optimizer in (pyro.optim.Adam({"lr": 0.05}), FusedAdam({"lr": 0.05})):
+        result = fit_svi(model, _guide, (x,), optimizer=optimizer, max_epochs=25, progress=False)
+        results.append(result)
+    for name in ("loc", "scale"):
+        torch.testing.assert_close(
+            results[1].params[name], results[0].params[name], rtol=1e-10, atol=1e-12
+        )
+    torch.testing.assert_close(
+        torch.tensor(results[1].losses), torch.tensor(results[0].losses), rtol=1e-10, atol=0.0
+    )
+    with pytest.raises(NotImplementedError):
+        FusedAdam({"lr": 0.1}).get_state()
+
+
+def test_fused_adam_skips_parameters_without_gradient() -> None:
+    a = torch.zeros(2, requires_grad=True)
+    b = torch.zeros(2, requires_grad=True)
+    optimizer = FusedAdam({"lr": 0.1})
+    (a.sum() + b.sum()).backward()
+    optimizer([a, b])
+    after_both = b.detach().clone()
+    a.sum().backward()
+    optimizer([a])  # b took no part in this step: it must not move
+    torch.testing.assert_close(b.detach(), after_both)
+    assert float(a.detach()[0]) < float(after_both[0])  # a moved twice (descending on +1 gradients)

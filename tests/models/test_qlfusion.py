@@ -93,3 +93,33 @@ def test_training_learns_and_selects_batch_size_on_validation() -> None:
     assert mae < 0.8 * baseline  # better than predicting the training mean
     with pytest.raises(InputDataError):
         train_quantifier(train, {**val, "mask": torch.zeros(2, 10, dtype=torch.bool)})
+
+
+@pytest.mark.parametrize("layer_norm", [True, False])
+def test_row_groups_compute_only_the_used_rows(layer_norm: bool) -> None:
+    net = QLFusionNet(12, 5, num_models=5, layer_norm=layer_norm, total_count=40, seed=1).double()
+    x = torch.rand(5, 4, 12, dtype=torch.float64)
+    groups = [(2, 1), (3, 4)]  # members 0-1 use their first row, members 2-4 all four
+    with pyro.get_param_store().scope():
+        full = net.features(x)
+        grouped = net.features(x, groups)
+    torch.testing.assert_close(grouped[:2, :1], full[:2, :1], rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grouped[2:], full[2:], rtol=1e-12, atol=1e-12)
+    assert bool((grouped[:2, 1:] == 0).all())  # padding rows are not computed
+    assert net.total_count == 40
+    with pytest.raises(InputDataError):
+        net.features(x, [(2, 1), (2, 4)])  # groups must cover the members
+
+
+def test_members_stop_improving_after_their_own_epoch_limit() -> None:
+    g = torch.Generator().manual_seed(1)
+    train, val = _synthetic(2, 16, 20, g), _synthetic(2, 8, 20, g)
+    with pyro.get_param_store().scope():
+        trained = train_quantifier(
+            train, val, batch_sizes=[2, 8], lr=0.05, max_epochs=3, patience=50, seed=0,
+            progress=False,
+        )  # fmt: skip
+    # batch size 8 takes 2 steps per epoch, batch size 2 takes 8: the loop runs 12 periods
+    # of 2 steps for the small batches, but no member may pick an epoch past its third
+    assert trained.fit.epochs_run == 12
+    assert int(trained.best_epoch.max()) <= 2

@@ -1,4 +1,9 @@
-"""Choosing which runs to fuse: the ``k`` runs with the highest mean of a measure."""
+"""Choosing which runs to fuse: the ``k`` runs with the highest mean of a measure.
+
+This lives with the experiments (not in :mod:`probrank.fusion`) because it evaluates runs:
+``fusion`` depends on ``data`` only, while experiments may use both ``fusion`` and
+``evaluation``.
+"""
 
 from __future__ import annotations
 
