@@ -44,19 +44,26 @@ def fusion_section(ctx: DemoContext) -> str:
     """CombSUM, CombMNZ and QLFusion (Bayesian quantifier, 5-fold CV) on the generated runs."""
     from probrank.experiments.qlfusion import qlfusion_demo
 
-    out = qlfusion_demo(ctx.collection.runs, ctx.collection.qrels, seed=ctx.seed, quick=True)
+    posterior_figure = ctx.figure_path("qlfusion.png")
+    out = qlfusion_demo(
+        ctx.collection.runs,
+        ctx.collection.qrels,
+        seed=ctx.seed,
+        quick=True,
+        figure=posterior_figure,
+    )
     mae = out.pop("qlfusion_mae", {}).get("MAE", float("nan"))
     ctx.results["fusion"] = {**out, "qlfusion_test_mae": mae}
-    measures = list(next(iter(out.values())))
-    figure = ctx.figure_path("fusion.png")
-    bar_chart(out, measures, "Fusion of the generated runs", figure)
     table = format_table("Fused runs (5-fold CV over queries for QLFusion)", _fmt(out))
     return (
         "## Rank fusion and QLFusion\n\n"
         "QLFusion predicts, per (query, run), the proportion of relevant documents in the top "
         "100 with a Bayesian output layer trained by SVI (binomial likelihood), and weights "
         f"each run's min-max scores by it. Test MAE of the predicted proportion: {mae:.4f}.\n\n"
-        f"```\n{table}\n```\n\n![fusion]({figure.name})\n"
+        f"```\n{table}\n```\n\n"
+        "Left: each held-out list's predicted proportion (posterior mean and 90% credible "
+        "interval) against the true one; right: the fused runs.\n\n"
+        f"![qlfusion]({posterior_figure.name})\n"
     )
 
 
