@@ -56,6 +56,15 @@ def trec_order(scores: Mapping[str, float]) -> list[tuple[str, float]]:
     return sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)
 
 
+def _first_line(lines: list[str], qid: str, doc: str) -> int:
+    """1-based number of the first run line that ranks ``doc`` for ``qid``."""
+    for number, text in enumerate(lines, start=1):
+        parts = text.split(maxsplit=6)
+        if len(parts) >= 6 and parts[0] == qid and parts[2] == doc:
+            return number
+    return 0
+
+
 def _parse_score(token: str, path: Path, line: int) -> float:
     if _FLOAT.fullmatch(token) is None:
         raise InputDataError(f"score {token!r} is not a number", path=path, line=line)
@@ -208,9 +217,9 @@ class Run(Mapping[str, Mapping[str, float]]):
         path = Path(path)
         policy = parse_enum(OnDuplicate, on_duplicate, "on_duplicate")
         data: dict[str, dict[str, float]] = {}
-        seen_line: dict[tuple[str, str], int] = {}
         tag: str | None = None
-        for number, text in enumerate(read_text_lines(path), start=1):
+        lines = read_text_lines(path)
+        for number, text in enumerate(lines, start=1):
             parts = text.split(maxsplit=6)
             if not parts:
                 continue
@@ -222,15 +231,23 @@ class Run(Mapping[str, Mapping[str, float]]):
                     line=number,
                 )
             qid, _, doc, _, score_token, run_tag = parts[:6]
-            score = _parse_score(score_token, path, number)
+            try:  # fast path; anything float() accepts but trec_eval would not is re-checked
+                score = float(score_token)
+            except ValueError:
+                score = _parse_score(score_token, path, number)
+            if not math.isfinite(score) or "_" in score_token or not score_token.isascii():
+                score = _parse_score(score_token, path, number)
             if tag is None:
                 tag = run_tag
-            docs = data.setdefault(qid, {})
+            docs = data.get(qid)
+            if docs is None:
+                docs = data[qid] = {}
             if doc in docs:
                 if policy is OnDuplicate.ERROR:
+                    first = _first_line(lines, qid, doc)
                     raise InputDataError(
                         f"duplicate document {doc!r} for query {qid!r} (first on line "
-                        f"{seen_line[(qid, doc)]}); pass on_duplicate='max' or 'first'",
+                        f"{first}); pass on_duplicate='max' or 'first'",
                         path=path,
                         line=number,
                     )
@@ -238,11 +255,18 @@ class Run(Mapping[str, Mapping[str, float]]):
                     docs[doc] = score
                 continue
             docs[doc] = score
-            if policy is OnDuplicate.ERROR:
-                seen_line[(qid, doc)] = number
         if not data:
             raise InputDataError("empty run file: no ranked documents", path=path)
-        return cls(data, name=name if name is not None else _stem(path), tag=tag)
+        return cls._trusted(data, name=name if name is not None else _stem(path), tag=tag)
+
+    @classmethod
+    def _trusted(cls, data: dict[str, dict[str, float]], name: str, tag: str | None) -> Run:
+        """A run over ``data`` as is: finite float scores, string ids, not shared."""
+        run = cls.__new__(cls)
+        run._data = data
+        run.name = name
+        run.tag = tag if tag is not None else name
+        return run
 
     def write(self, path: str | os.PathLike[str], *, depth: int | None = None) -> None:
         """Write the run atomically in TREC format, trec_eval order, ranks from 1.
