@@ -97,6 +97,38 @@ def _cmd_fuse(args: argparse.Namespace) -> None:
             print(f"{name:<22}\tall\t{value:.4f}")
 
 
+def _cmd_interactive(args: argparse.Namespace) -> None:
+    module = importlib.import_module("probrank.experiments.interactive_commands")
+    if args.human:
+        if not args.question:
+            raise InputDataError("--human needs --question (e.g. --question TQ5)")
+        module.human_session(
+            data=args.data,
+            question=args.question,
+            posterior=args.posterior,
+            strategy=args.strategy,
+            rounds=args.rounds if args.rounds_given else None,
+            seed=args.seed,
+            log=args.log,
+            resume=args.resume,
+            config=args.config,
+        )
+        return
+    table, summary = module.interactive_command(
+        data=args.data,
+        posterior=args.posterior,
+        strategy=args.strategy,
+        rounds=args.rounds,
+        noise=args.noise,
+        seeds=args.seeds,
+        split=args.split,
+        max_questions=args.max_questions,
+        config=args.config,
+        progress=not args.json,
+    )
+    print(json.dumps(summary, indent=2) if args.json else table)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="probrank", description="Bayesian relevance estimation toolkit."
@@ -146,12 +178,43 @@ def _parser() -> argparse.ArgumentParser:
     fuse.add_argument("-o", "--output", required=True)
     fuse.add_argument("--json", action="store_true")
     fuse.set_defaults(handler=_cmd_fuse)
+
+    inter = sub.add_parser(
+        "interactive", help="simulated (or --human) interactive answer selection"
+    )
+    inter.add_argument(
+        "--data", default="liveqa-med", choices=["liveqa-med", "mediqa", "synthetic"]
+    )
+    inter.add_argument("--split", default="test", help="mediqa split (liveqa-med: test only)")
+    inter.add_argument(
+        "--posterior",
+        default="laplace",
+        choices=["mcdropout", "swag", "laplace", "ensemble", "gppl"],
+    )
+    inter.add_argument(
+        "--strategy", default="ei", choices=["ei", "eubo", "unc", "thompson", "random"]
+    )
+    inter.add_argument("--rounds", type=int, default=None, help="judgements (default 4)")
+    inter.add_argument("--noise", type=float, default=0.3, help="simulated user's noise t")
+    inter.add_argument("--seeds", type=int, default=3)
+    inter.add_argument("--max-questions", type=int, default=None, help="first N questions only")
+    inter.add_argument("--config", default=None, help="TOML with option tables to override")
+    inter.add_argument("--json", action="store_true", help="print the curves as JSON")
+    inter.add_argument("--human", action="store_true", help="you answer, in the terminal")
+    inter.add_argument("--question", default=None, help="question id for --human (e.g. TQ5)")
+    inter.add_argument("--seed", type=int, default=0, help="seed of a --human session")
+    inter.add_argument("--log", default=None, help="--human: durable JSONL session log to create")
+    inter.add_argument("--resume", default=None, help="--human: session log to resume")
+    inter.set_defaults(handler=_cmd_interactive)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``probrank`` console script; returns the exit code."""
     args = _parser().parse_args(argv)
+    if getattr(args, "command", None) == "interactive":
+        args.rounds_given = args.rounds is not None
+        args.rounds = 4 if args.rounds is None else args.rounds
     handler: Callable[[argparse.Namespace], None] = args.handler
     try:
         handler(args)

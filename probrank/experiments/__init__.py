@@ -23,6 +23,7 @@ PROTOCOLS: dict[str, str] = {
     "qlfusion_cv": "probrank.experiments.qlfusion:run",
     "gpf_ranker": "probrank.experiments.gpf_ranker:run",
     "mediqa_multitask": "probrank.experiments.mediqa_multitask:run",
+    "interactive": "probrank.experiments.interactive:run",
 }
 
 

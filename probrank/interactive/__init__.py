@@ -11,6 +11,7 @@ from probrank.interactive.users import (
     SimulatedUser,
     TerminalUser,
     User,
+    rouge_l_fmeasure,
     utilities_from_grades,
 )
 
@@ -30,6 +31,7 @@ __all__ = [
     "ranking_curves",
     "rbf_kernel",
     "read_log",
+    "rouge_l_fmeasure",
     "simulate",
     "utilities_from_grades",
 ]

@@ -31,8 +31,9 @@ class SimulationTrace:
             the last ranking is repeated up to ``rounds + 1`` entries.
         pairs: The pair offered at each judgement, as offered.
         winners: The candidate preferred at each judgement.
-        round_seconds: Wall-clock seconds per judgement spent choosing the pair and updating
-            the model (the user's time excluded).
+        round_seconds: Wall-clock seconds per judgement spent choosing the pair, updating the
+            model and re-ranking (posteriors that compute lazily pay there); the user's time
+            excluded.
         stopped_early: Whether fewer than ``rounds`` judgements were made.
     """
 
@@ -87,10 +88,11 @@ def simulate(
         winner, loser = (first, second) if response is Response.FIRST else (second, first)
         start = time.perf_counter()
         session.record(winner, loser)
+        ranking = session.ranking()
         seconds.append(elapsed + time.perf_counter() - start)
         pairs.append((first, second))
         winners.append(winner)
-        rankings.append(session.ranking())
+        rankings.append(ranking)
     stopped_early = len(winners) < rounds
     rankings.extend([rankings[-1]] * (rounds + 1 - len(rankings)))
     return SimulationTrace(

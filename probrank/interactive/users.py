@@ -26,7 +26,14 @@ from torch import Tensor
 from probrank.acquisition.pairs import candidate_index
 from probrank.exceptions import InputDataError
 
-__all__ = ["Response", "SimulatedUser", "TerminalUser", "User", "utilities_from_grades"]
+__all__ = [
+    "Response",
+    "SimulatedUser",
+    "TerminalUser",
+    "User",
+    "rouge_l_fmeasure",
+    "utilities_from_grades",
+]
 
 
 class Response(str, Enum):
@@ -96,6 +103,35 @@ class SimulatedUser:
         )
 
 
+def _lcs_length(first: Sequence[str], second: Sequence[str]) -> int:
+    """Length of the longest common subsequence, bit-parallel (Allison & Dix; Hyyro 2004)."""
+    masks: dict[str, int] = {}
+    for position, token in enumerate(first):
+        masks[token] = masks.get(token, 0) | (1 << position)
+    full = (1 << len(first)) - 1
+    v = full
+    for token in second:
+        u = v & masks.get(token, 0)
+        v = ((v + u) | (v - u)) & full
+    return len(first) - bin(v).count("1")
+
+
+def rouge_l_fmeasure(reference: Sequence[str], candidate: Sequence[str]) -> float:
+    """ROUGE-L F-measure of two token lists, as ``rouge-score``'s ``rougeL`` computes it.
+
+    Same value as ``RougeScorer(["rougeL"]).score(reference, candidate)`` on the texts the
+    tokens came from (``rouge_score.tokenizers.DefaultTokenizer``), with the LCS computed in
+    ``O(len(reference) * len(candidate) / word size)`` instead of a Python dynamic program.
+    """
+    if not reference or not candidate:
+        return 0.0
+    lcs = _lcs_length(reference, candidate)
+    if lcs == 0:
+        return 0.0
+    precision, recall = lcs / len(candidate), lcs / len(reference)
+    return 2.0 * precision * recall / (precision + recall)
+
+
 def utilities_from_grades(
     grades: Sequence[float],
     texts: Sequence[str],
@@ -130,17 +166,18 @@ def utilities_from_grades(
         raise InputDataError("grades must be a non-empty list of finite numbers")
     distinct = torch.unique(values)
     delta = float((distinct[1:] - distinct[:-1]).min()) if distinct.numel() > 1 else 1.0
-    from rouge_score.rouge_scorer import RougeScorer
+    from rouge_score.tokenizers import DefaultTokenizer
 
-    scorer = RougeScorer(["rougeL"], use_stemmer=use_stemmer)
+    tokenizer = DefaultTokenizer(use_stemmer=use_stemmer)
+    tokens = [tokenizer.tokenize(text) for text in texts]
     best = [i for i, g in enumerate(values.tolist()) if g == float(values.max())]
     similarity = torch.zeros_like(values)
-    for i, text in enumerate(texts):
-        references = [texts[b] for b in best if b != i]
+    for i in range(len(texts)):
+        references = [b for b in best if b != i]
         if not references:
             similarity[i] = 1.0
             continue
-        scores = [scorer.score(ref, text)["rougeL"].fmeasure for ref in references]
+        scores = [rouge_l_fmeasure(tokens[b], tokens[i]) for b in references]
         similarity[i] = sum(scores) / len(scores)
     return values + tie_break * delta * similarity
 

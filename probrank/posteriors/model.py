@@ -31,6 +31,9 @@ class UtilityModel(Model):
         source: An object with ``posterior(features) -> MultivariateNormal`` or a callable
             ``features -> MultivariateNormal``, mapping `batch_shape x q x d` to `batch_shape x q`.
         noise_variance: Observation-noise variance added when ``observation_noise=True``.
+        datapoints: Optional `n x d` candidate features, kept as ``self.datapoints`` (BoTorch's
+            preference acquisition functions, e.g. ``AnalyticExpectedUtilityOfBestOption``,
+            read their dtype and device from ``pref_model.datapoints``).
     """
 
     _num_outputs = 1
@@ -39,8 +42,10 @@ class UtilityModel(Model):
         self,
         source: CandidatePosterior | Callable[[Tensor], MultivariateNormal],
         noise_variance: float = 0.0,
+        datapoints: Tensor | None = None,
     ) -> None:
         super().__init__()
+        self.datapoints = datapoints
         if isinstance(source, torch.nn.Module):
             self.source_module = source
         posterior_fn = getattr(source, "posterior", None)

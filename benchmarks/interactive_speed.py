@@ -1,0 +1,147 @@
+"""Time one interactive round (pair selection + update + re-ranking) for every posterior.
+
+In one process, for each posterior (MC dropout T = 20, SWAG S = 20, last-layer Laplace,
+deep ensemble M = 5, GPPL) x strategy (EI, EUBO by default) x number of candidates, a simulated
+session of ``--rounds`` judgements runs on cached features and the seconds of every round are
+collected; the table shows the median and the 90th percentile, and the ratio of the median to
+the GPPL + EUBO baseline (the issue's anchor) at the same number of candidates. Goal: median
+round <= 0.25 s at 45 candidates on the 2-core CPU.
+
+``--data synthetic`` (default) uses random 1,536-wide features and randomly initialised
+networks of the paper's shape (timing does not depend on trained weights, except through the
+SGD update's early stop); ``--data liveqa-med`` uses the real MiniLM features of the LiveQA-Med
+questions with the most candidates and the cached MEDIQA warm start (seed 0).
+
+    .venv/bin/python benchmarks/interactive_speed.py [--candidates 10 25 45] [--rounds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+
+from probrank.experiments.interactive import load_experiment_data, user_seed
+from probrank.experiments.interactive_data import Question
+from probrank.experiments.interactive_models import InteractiveOptions, PosteriorKind, model_factory
+from probrank.experiments.interactive_warmstart import WarmStart
+from probrank.inference.swag import SWAGCollector
+from probrank.interactive.simulate import simulate
+from probrank.interactive.users import SimulatedUser
+from probrank.nn.siamese import SiameseUtilityNet
+from probrank.posteriors.swag import swag_parameters
+
+WIDTH = 1536
+
+
+def _synthetic_warm_start(options: InteractiveOptions) -> WarmStart:
+    members = [
+        SiameseUtilityNet(
+            WIDTH, options.warm_start.hidden, dropout=options.warm_start.dropout, seed=k
+        )
+        for k in range(options.warm_start.ensemble_size)
+    ]
+    collector = SWAGCollector(max_rank=options.warm_start.swag_epochs)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(options.warm_start.swag_epochs):
+        params = swag_parameters(members[0], options.warm_start.swag_layers)
+        collector.collect([p + 0.01 * torch.randn(p.shape, generator=generator) for p in params])
+    return WarmStart(net=members[0], members=members, swag=collector.posterior())
+
+
+def _synthetic_question(n: int) -> Question:
+    generator = torch.Generator().manual_seed(n)
+    h = WIDTH // 4
+    u = torch.randn(h, generator=generator).expand(n, h)
+    v = u + torch.randn(n, h, generator=generator)
+    grades = torch.randint(1, 5, (n,), generator=generator)
+    return Question(
+        qid=f"synthetic-{n}",
+        query="q",
+        candidates=tuple(str(i) for i in range(n)),
+        grades=tuple(int(g) for g in grades),
+        features=torch.cat([u, v, u * v, (u - v).abs()], dim=-1),
+        utilities=grades.double() + 0.1 * torch.rand(n, generator=generator, dtype=torch.float64),
+    )
+
+
+def _real(sizes: list[int], options: InteractiveOptions):  # type: ignore[no-untyped-def]
+    data = load_experiment_data(
+        "liveqa-med", options=options, encoder_options={"show_progress": False}
+    )
+    by_size = sorted(data.questions, key=lambda q: q.num_candidates)
+    questions = {}
+    for n in sizes:
+        fitting = [q for q in by_size if q.num_candidates <= n]
+        questions[n] = fitting[-1] if fitting else by_size[0]
+    warm = data.warm_start(0, PosteriorKind.ENSEMBLE, options)
+    swag = data.warm_start(0, PosteriorKind.SWAG, options)
+    return questions, WarmStart(net=warm.net, members=warm.members, swag=swag.swag)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--candidates", type=int, nargs="+", default=[10, 25, 45])
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--strategies", nargs="+", default=["ei", "eubo"])
+    parser.add_argument("--data", choices=["synthetic", "liveqa-med"], default="synthetic")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    options = InteractiveOptions()
+    if args.data == "synthetic":
+        warm = _synthetic_warm_start(options)
+        questions = {n: _synthetic_question(n) for n in args.candidates}
+    else:
+        questions, warm = _real(args.candidates, options)
+    rows = []
+    for question in questions.values():
+        for kind in PosteriorKind:
+            for strategy in args.strategies:
+                factory = model_factory(kind, warm, question, options, seed=0)
+                factory().posterior()  # warm-up (first calls allocate)
+                user = SimulatedUser(question.utilities, 0.3, user_seed(0, question.qid))
+                start = time.perf_counter()
+                trace = simulate(factory, user, strategy, rounds=args.rounds, seed=0)
+                total = time.perf_counter() - start
+                seconds = sorted(trace.round_seconds)
+                rows.append(
+                    {
+                        "candidates": question.num_candidates,
+                        "posterior": kind.value,
+                        "strategy": strategy,
+                        "median_s": statistics.median(seconds),
+                        "p90_s": seconds[int(0.9 * (len(seconds) - 1))],
+                        "session_s": total,
+                    }
+                )
+    for row in rows:
+        base = next(
+            r["median_s"]
+            for r in rows
+            if r["candidates"] == row["candidates"]
+            and r["posterior"] == "gppl"
+            and r["strategy"] == ("eubo" if "eubo" in args.strategies else args.strategies[0])
+        )
+        row["ratio_to_gppl_eubo"] = row["median_s"] / base
+    header = (
+        f"{'n':>3}  {'posterior':<10} {'strategy':<8} {'median s':>9} {'p90 s':>8} {'ratio':>6}"
+    )
+    print(f"interactive round time ({args.data}, {args.rounds} rounds, {args.threads} thread(s))")
+    print(header)
+    for row in rows:
+        print(
+            f"{row['candidates']:>3}  {row['posterior']:<10} {row['strategy']:<8} "
+            f"{row['median_s']:>9.4f} {row['p90_s']:>8.4f} {row['ratio_to_gppl_eubo']:>6.2f}"
+        )
+    largest = max(r["candidates"] for r in rows)
+    worst = max(r["median_s"] for r in rows if r["candidates"] == largest)
+    print(f"slowest median round at {largest} candidates: {worst:.4f} s (goal <= 0.25 s)")
+    print(json.dumps({"rows": rows, "goal_met": worst <= 0.25}))
+
+
+if __name__ == "__main__":
+    main()

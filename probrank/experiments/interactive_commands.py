@@ -1,0 +1,177 @@
+"""``probrank interactive``: one simulated cell as a table or JSON, or a real session.
+
+:func:`interactive_command` runs one posterior x strategy x noise cell over a data set
+(:func:`~probrank.experiments.interactive.run_cell`); :func:`human_session` runs a
+:class:`~probrank.interactive.users.TerminalUser` session on one question with a durable log
+that ``--resume`` continues.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+import torch
+
+from probrank._options import parse_enum
+from probrank.acquisition.select import Strategy
+from probrank.exceptions import InputDataError
+from probrank.experiments.interactive import (
+    REPORTED_ROUNDS,
+    SYNTHETIC,
+    Cell,
+    load_experiment_data,
+    run_cell,
+)
+from probrank.experiments.interactive_models import (
+    InteractiveOptions,
+    PosteriorKind,
+    model_factory,
+    needs_warm_start,
+)
+from probrank.experiments.results import ExperimentResult
+
+__all__ = ["human_session", "interactive_command"]
+
+
+def _noise(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise InputDataError(f"user noise t must be a positive number, got {value!r}")
+    return float(value)
+
+
+def interactive_command(
+    *,
+    data: str,
+    posterior: str,
+    strategy: str,
+    rounds: int,
+    noise: float,
+    seeds: int,
+    split: str = "test",
+    max_questions: int | None = None,
+    config: str | None = None,
+    progress: bool = True,
+    threads: int = 1,
+) -> tuple[str, dict[str, Any]]:
+    """Run one cell (``probrank interactive``); returns the text table and the JSON summary.
+
+    ``threads`` sets torch's intra-op threads for this process (1: the posteriors work on
+    tiny matrices, where a second thread only adds waiting on a busy machine).
+    """
+    from probrank.experiments import load_config
+
+    torch.set_num_threads(threads)
+    cfg = load_config(config) if config else {}
+    options = InteractiveOptions.from_config(cfg)
+    cell = Cell(
+        parse_enum(PosteriorKind, posterior, "posterior"),
+        parse_enum(Strategy, strategy, "strategy"),
+        _noise(noise),
+    )
+    if rounds < 0 or seeds < 1:
+        raise InputDataError(f"need --rounds >= 0 and --seeds >= 1, got {rounds}, {seeds}")
+    source = load_experiment_data(
+        data,
+        split,
+        options=options,
+        encoder_options={**cfg.get("encoder", {}), "show_progress": progress},
+        max_questions=max_questions,
+    )
+    result = run_cell(source, cell, seeds=seeds, rounds=rounds, options=options, progress=progress)
+    shown = [r for r in range(rounds + 1) if r in REPORTED_ROUNDS or r == rounds]
+    table = ExperimentResult(
+        f"interactive: {data} {split if data != SYNTHETIC else ''}".rstrip(),
+        {cell.name: {**result.per_seed(shown)}},
+        notes=[
+            f"{len(source.questions)} questions, {seeds} seeds; median seconds per round "
+            f"{result.median_round_seconds:.4f}"
+        ],
+    ).table()
+    return table, result.to_json()
+
+
+def human_session(
+    *,
+    data: str,
+    question: str,
+    posterior: str = "laplace",
+    strategy: str = "ei",
+    rounds: int | None = None,
+    seed: int = 0,
+    log: str | None = None,
+    resume: str | None = None,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    config: str | None = None,
+) -> list[int]:
+    """A real session in the terminal on one question; returns the final ranking.
+
+    Args:
+        data: ``"liveqa-med"``, ``"mediqa"`` or ``"synthetic"``.
+        question: Question id (``TQ5``).
+        posterior: Posterior kind.
+        strategy: Strategy name.
+        rounds: Stop after this many judgements (default: until quit or exhausted).
+        seed: Warm-start and session seed.
+        log: Create a durable JSONL log here.
+        resume: Resume the session logged here (and keep appending to it); its header's
+            question, posterior and seed take precedence.
+        stdin: Input stream (default ``sys.stdin``).
+        stdout: Output stream (default ``sys.stdout``).
+        config: TOML whose option tables override the defaults (as for simulations).
+    """
+    from probrank.interactive.session import InteractiveSession
+    from probrank.interactive.users import TerminalUser
+
+    if log and resume:
+        raise InputDataError("pass --log to start a session or --resume to continue one, not both")
+    if resume:  # the log says which question, posterior and seed the session used
+        from probrank.interactive.log import read_log
+
+        logged = read_log(resume).header.get("metadata") or {}
+        question = str(logged.get("question", question))
+        posterior = str(logged.get("posterior", posterior))
+        seed = int(logged.get("seed", seed))
+    from probrank.experiments import load_config
+
+    cfg = load_config(config) if config else {}
+    source = load_experiment_data(
+        data,
+        "test",
+        options=InteractiveOptions.from_config(cfg),
+        encoder_options=cfg.get("encoder"),
+    )
+    chosen = [q for q in source.questions if q.qid == question]
+    if not chosen:
+        raise InputDataError(
+            f"no question {question!r} in {data} (ids look like {source.questions[0].qid!r})"
+        )
+    item = chosen[0]
+    kind = parse_enum(PosteriorKind, posterior, "posterior")
+    warm = (
+        source.warm_start(seed, kind, source.options)
+        if needs_warm_start(kind, source.options)
+        else None
+    )
+    factory = model_factory(kind, warm, item, source.options, seed)
+    if resume:
+        session = InteractiveSession.resume(resume, factory)
+    else:
+        metadata = {"data": data, "question": question, "posterior": kind.value, "seed": seed}
+        session = InteractiveSession(
+            factory(), strategy=strategy, seed=seed, log_path=log, metadata=metadata
+        )
+    user = TerminalUser(item.query, item.candidates, stdin=stdin, stdout=stdout)
+    with session:
+        session.run(user, rounds)
+        ranking = session.ranking()
+    out = stdout
+    if out is None:
+        import sys
+
+        out = sys.stdout
+    out.write(f"\n{session.round} judgements. Best answers now:\n")
+    for rank, index in enumerate(ranking[:5], start=1):
+        out.write(f"{rank}. [{index}] {' '.join(item.candidates[index].split())[:100]}\n")
+    out.flush()
+    return ranking

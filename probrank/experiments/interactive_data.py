@@ -1,0 +1,187 @@
+"""Questions for the interactive-ranking experiments: candidates, grades, features, utilities.
+
+* LiveQA-Med (``liveqa-med``, TREC 2017 test questions): the questions whose best candidate has
+  grade >= 3 (78 of 103 judged ones; 10-42 candidates each). 168 (question, answer) pairs are
+  graded twice with different grades; the loader keeps the higher grade.
+* MEDIQA 2019 Task 3 (``mediqa``): ``train`` (warm start), ``validation`` (every choice of
+  hyperparameters) and ``test`` (a second evaluation set), questions with a best
+  ``ReferenceScore`` >= 3 and at least 2 answers.
+
+Features are the frozen bi-encoder's pair features ``(u, v, u*v, |u-v|)`` of (question, answer),
+read from the on-disk embedding cache. The simulated user's utilities are the grades with the
+ROUGE-L tie-break of :func:`~probrank.interactive.users.utilities_from_grades`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from probrank._options import parse_enum
+from probrank.data.datasets.candidate_lists import CandidateList
+from probrank.data.paths import shared_data_dir
+from probrank.exceptions import InputDataError
+
+__all__ = [
+    "Dataset",
+    "Question",
+    "build_encoder",
+    "encode_lists",
+    "load_lists",
+    "prepare_questions",
+]
+
+
+class Dataset(str, Enum):
+    """The interactive experiments' data sets."""
+
+    LIVEQA_MED = "liveqa-med"
+    """TREC 2017 LiveQA-Med test questions (split ``test``)."""
+    MEDIQA = "mediqa"
+    """MEDIQA 2019 Task 3 (splits ``train``, ``validation``, ``test``)."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question ready for simulated or human sessions.
+
+    Attributes:
+        qid: Question id (``TQ5``, ``test:12``...).
+        query: Question text.
+        candidates: `n` answer texts.
+        grades: `n` grades.
+        features: `n x d` pair features (float32).
+        utilities: `n` simulated-user utilities (float64; grades with the ROUGE-L tie-break).
+    """
+
+    qid: str
+    query: str
+    candidates: tuple[str, ...]
+    grades: tuple[int, ...]
+    features: Tensor
+    utilities: Tensor
+
+    @property
+    def num_candidates(self) -> int:
+        return len(self.candidates)
+
+
+def _liveqa(split: str, folder: Path | None) -> list[CandidateList]:
+    from probrank.data.datasets.liveqa_med import load_liveqa_med
+
+    if split != "test":
+        raise InputDataError(f"liveqa-med has only a test split, got {split!r}")
+    path = folder or shared_data_dir("qa", "liveqa-med")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the duplicate-grade note (max kept)
+        return list(load_liveqa_med(path).lists)
+
+
+def _mediqa(split: str, folder: Path | None) -> list[CandidateList]:
+    from probrank.data.datasets.mediqa import load_mediqa
+
+    return list(load_mediqa(folder or shared_data_dir("qa", "mediqa2019-task3"), split))
+
+
+_LOADERS: dict[Dataset, Callable[[str, Path | None], list[CandidateList]]] = {
+    Dataset.LIVEQA_MED: _liveqa,
+    Dataset.MEDIQA: _mediqa,
+}
+
+
+def load_lists(
+    dataset: str | Dataset,
+    split: str,
+    *,
+    folder: str | Path | None = None,
+    min_best_grade: int = 3,
+    min_candidates: int = 2,
+    max_candidates: int = 45,
+) -> list[CandidateList]:
+    """The candidate lists of a data set's split that an interactive session can use.
+
+    Args:
+        dataset: ``"liveqa-med"`` or ``"mediqa"``.
+        split: ``"test"`` for LiveQA-Med; ``"train"``, ``"validation"`` or ``"test"`` for MEDIQA.
+        folder: The data set's folder (default: under the shared data folder).
+        min_best_grade: Keep questions whose best candidate has at least this grade.
+        min_candidates: Keep questions with at least this many candidates (>= 2).
+        max_candidates: Keep questions with at most this many candidates.
+
+    Raises:
+        InputDataError: Unknown data set or split, missing files, nothing left to use.
+    """
+    kind = parse_enum(Dataset, dataset, "data")
+    lists = _LOADERS[kind](split, Path(folder) if folder is not None else None)
+    kept = [
+        item
+        for item in lists
+        if max(item.grades) >= min_best_grade
+        and max(min_candidates, 2) <= len(item) <= max_candidates
+    ]
+    if not kept:
+        raise InputDataError(f"no {kind.value} {split} question passes the filters")
+    return kept
+
+
+def build_encoder(options: dict[str, Any] | None = None, *, cache_dir: str | Path | None = None):  # type: ignore[no-untyped-def]
+    """The frozen bi-encoder (all-MiniLM-L6-v2, mean pooling, 256 tokens) with its disk cache.
+
+    Args:
+        options: ``name_or_path``, ``pooling``, ``max_length``, ``batch_size``, ``cache_dir``,
+            ``show_progress`` (the ``[encoder]`` table of a config).
+        cache_dir: Overrides ``options["cache_dir"]`` (default ``.probrank-cache`` in the
+            working directory).
+    """
+    from probrank.encoders.transformer import TransformerEncoder
+
+    options = dict(options or {})
+    folder = Path(cache_dir or options.get("cache_dir", ".probrank-cache"))
+    return TransformerEncoder(
+        options.get("name_or_path") or None,
+        mode="bi",
+        pooling=options.get("pooling", "mean"),
+        max_length=int(options.get("max_length", 256)),
+        batch_size=int(options.get("batch_size", 32)),
+        cache_dir=folder if folder.is_absolute() else Path.cwd() / folder,
+        show_progress=bool(options.get("show_progress", True)),
+    )
+
+
+def encode_lists(encoder: Any, lists: Sequence[CandidateList]) -> list[Tensor]:
+    """Per list, the `n x d` float32 pair features of (query, candidate)."""
+    queries = [item.query for item in lists for _ in item.candidates]
+    candidates = [c for item in lists for c in item.candidates]
+    with torch.no_grad():
+        features = encoder.encode_pairs(queries, candidates).float().cpu()
+    out, start = [], 0
+    for item in lists:
+        out.append(features[start : start + len(item)].clone())
+        start += len(item)
+    return out
+
+
+def prepare_questions(lists: Sequence[CandidateList], features: Sequence[Tensor]) -> list[Question]:
+    """Questions with features and simulated-user utilities (ROUGE-L tie-break)."""
+    from probrank.interactive.users import utilities_from_grades
+
+    if len(lists) != len(features):
+        raise InputDataError(f"{len(lists)} lists but {len(features)} feature blocks")
+    return [
+        Question(
+            qid=item.qid,
+            query=item.query,
+            candidates=tuple(item.candidates),
+            grades=tuple(int(g) for g in item.grades),
+            features=block,
+            utilities=utilities_from_grades(item.grades, item.candidates),
+        )
+        for item, block in zip(lists, features, strict=True)
+    ]
