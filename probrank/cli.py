@@ -89,6 +89,7 @@ def _cmd_fuse(args: argparse.Namespace) -> None:
         folds=args.folds,
         seed=args.seed,
         output=args.output,
+        on_duplicate=args.on_duplicate,
     )
     if args.json:
         print(json.dumps({"fused": values}, indent=2))
@@ -168,13 +169,19 @@ def _parser() -> argparse.ArgumentParser:
     fuse.add_argument(
         "--method",
         default="combsum",
-        choices=["combsum", "combmnz", "combmax", "rrf", "meta", "qlfusion"],
+        choices=["combsum", "combmnz", "combmax", "rrf", "meta", "qlfusion", "qlfusion_plus"],
     )
     fuse.add_argument("--norm", default="minmax", choices=["minmax", "zscore", "sum", "rank"])
     fuse.add_argument("--depth", type=int, default=100)
     fuse.add_argument("--top-runs", type=int, default=None)
     fuse.add_argument("--folds", type=int, default=10)
     fuse.add_argument("--seed", type=int, default=0)
+    fuse.add_argument(
+        "--on-duplicate",
+        default="error",
+        choices=["error", "max", "first"],
+        help="a document ranked twice for one query in a run file (default: an error)",
+    )
     fuse.add_argument("-o", "--output", required=True)
     fuse.add_argument("--json", action="store_true")
     fuse.set_defaults(handler=_cmd_fuse)

@@ -10,7 +10,13 @@ from probrank.demo.runner import DemoContext
 from probrank.evaluation import compare, evaluate
 from probrank.experiments.results import format_table
 
-__all__ = ["SECTIONS", "evaluation_section", "fusion_section", "multitask_section"]
+__all__ = [
+    "SECTIONS",
+    "evaluation_section",
+    "fusion_section",
+    "interactive_section",
+    "multitask_section",
+]
 
 DEMO_MEASURES = ["AP", "nDCG@10", "P@5", "P@10", "R@100", "RR"]
 
@@ -77,8 +83,19 @@ def multitask_section(ctx: DemoContext) -> str:
     return markdown
 
 
+def interactive_section(ctx: DemoContext) -> str:
+    """A simulated interactive session: pair selection by expected improvement and others."""
+    from probrank.experiments.interactive_demo import demo_session
+
+    markdown, results = demo_session(ctx.output_dir, seed=ctx.seed, quick=ctx.quick)
+    ctx.figures.append("interactive_accuracy.png")
+    ctx.results["interactive"] = results
+    return markdown
+
+
 SECTIONS: list[tuple[str, Callable[[DemoContext], str]]] = [
     ("evaluation", evaluation_section),
     ("fusion", fusion_section),
     ("multitask", multitask_section),
+    ("interactive", interactive_section),
 ]
