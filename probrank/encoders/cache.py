@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-__all__ = ["EmbeddingCache", "text_key"]
+__all__ = ["EmbeddingCache", "project_root", "resolve_cache_dir", "text_key"]
 
 
 def text_key(*parts: str) -> str:
@@ -28,6 +28,41 @@ def text_key(*parts: str) -> str:
         digest.update(len(data).to_bytes(8, "little"))
         digest.update(data)
     return digest.hexdigest()
+
+
+def project_root(start: str | Path) -> Path | None:
+    """The nearest folder at or above ``start`` (a file or folder) holding ``pyproject.toml``
+    or ``.git``; ``None`` when there is none."""
+    path = Path(start).resolve()
+    for folder in [path, *path.parents] if path.is_dir() else list(path.parents):
+        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
+            return folder
+    return None
+
+
+def resolve_cache_dir(cache_dir: str | Path | None, config_path: str | Path) -> Path | None:
+    """Where a config's ``cache_dir`` points.
+
+    Absolute paths are kept; relative ones are resolved against the project root of the
+    config file (see :func:`project_root`), or the config's own folder outside a project, so
+    that the same config finds the same cache from any working directory. ``None`` or ``""``
+    disables the cache.
+
+    Args:
+        cache_dir: The configured value.
+        config_path: The config file it was read from.
+
+    Returns:
+        An absolute folder, or ``None``.
+    """
+    if cache_dir is None or str(cache_dir) == "":
+        return None
+    path = Path(cache_dir).expanduser()
+    if path.is_absolute():
+        return path
+    config_path = Path(config_path)
+    base = project_root(config_path) or config_path.resolve().parent
+    return base / path
 
 
 class EmbeddingCache:

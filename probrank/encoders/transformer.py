@@ -24,7 +24,17 @@ from probrank._options import parse_enum
 from probrank.encoders.cache import EmbeddingCache, text_key
 from probrank.exceptions import InputDataError
 
-__all__ = ["EncoderMode", "Pooling", "TransformerEncoder", "default_model_path", "model_revision"]
+__all__ = [
+    "CACHE_SHARD_SIZE",
+    "EncoderMode",
+    "Pooling",
+    "TransformerEncoder",
+    "default_model_path",
+    "model_revision",
+]
+
+CACHE_SHARD_SIZE = 4096
+"""Texts encoded and written to the disk cache at a time (one shard each)."""
 
 
 class EncoderMode(str, Enum):
@@ -85,7 +95,10 @@ class TransformerEncoder(nn.Module):
         batch_size: Sequences per forward pass.
         device: Torch device; default CUDA when present, else CPU.
         freeze: Frozen weights, no gradients, outputs cached on disk.
-        cache_dir: Cache folder for frozen outputs; ``None`` disables the disk cache.
+        cache_dir: Cache folder for frozen outputs; ``None`` (the default: a library object
+            writes nothing to disk unasked) disables the disk cache. Experiment configs default
+            to ``.probrank-cache`` under the project root
+            (:func:`probrank.encoders.cache.resolve_cache_dir`).
         show_progress: Show tqdm bars while encoding.
     """
 
@@ -170,21 +183,32 @@ class TransformerEncoder(nn.Module):
         return self._pool(states, inputs["attention_mask"])
 
     def _run(self, first: Sequence[str], second: Sequence[str] | None, what: str) -> Tensor:
+        # A frozen encoder batches texts of similar length together (longest first), so that
+        # little time goes into padding; the rows are put back in input order at the end.
+        order = list(range(len(first)))
+        if self.freeze:
+            lengths = [len(first[i]) + (0 if second is None else len(second[i])) for i in order]
+            order.sort(key=lambda i: -lengths[i])
         chunks = []
         starts = range(0, len(first), self.batch_size)
         bar = tqdm(starts, desc=f"encoding {what}", unit="batch", disable=not self.show_progress)
         with torch.set_grad_enabled(not self.freeze and torch.is_grad_enabled()):
             for start in bar:
-                stop = start + self.batch_size
+                rows = order[start : start + self.batch_size]
                 chunks.append(
                     self._forward_batch(
-                        list(first[start:stop]),
-                        None if second is None else list(second[start:stop]),
+                        [first[i] for i in rows],
+                        None if second is None else [second[i] for i in rows],
                     )
                 )
         if not chunks:
             return torch.zeros(0, self.hidden_size, device=self.device)
-        return torch.cat(chunks)
+        stacked = torch.cat(chunks)
+        if self.freeze:
+            inverse = torch.empty(len(order), dtype=torch.long)
+            inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(len(order))
+            stacked = stacked[inverse.to(stacked.device)]
+        return stacked
 
     def _cached(self, keys: list[str], first: list[str], second: list[str] | None) -> Tensor:
         if self.cache is None:
@@ -193,14 +217,16 @@ class TransformerEncoder(nn.Module):
         for i, key in enumerate(keys):
             index.setdefault(key, i)
         todo = self.cache.missing(keys)
-        if todo:
-            rows = [index[k] for k in todo]
+        # written shard by shard, so that an interrupted run keeps what it has encoded
+        for start in range(0, len(todo), CACHE_SHARD_SIZE):
+            chunk = todo[start : start + CACHE_SHARD_SIZE]
+            rows = [index[k] for k in chunk]
             new = self._run(
                 [first[i] for i in rows],
                 None if second is None else [second[i] for i in rows],
                 "texts" if second is None else "pairs",
             )
-            self.cache.put(todo, new)
+            self.cache.put(chunk, new)
         return self.cache.get(keys).to(self.device)
 
     def encode_texts(self, texts: Sequence[str]) -> Tensor:

@@ -3,12 +3,17 @@
 A config names the training, validation and test sets (``ubuntu:train``, ``ubuntu:dev``,
 ``ubuntu:test``, ``mediqa:train``, ``mediqa:validation``, ``mediqa:test``, ``liveqa:test``),
 the encoder (default: frozen all-MiniLM-L6-v2 in bi-encoder mode, features ``(u, v, u*v, |u-v|)``
-cached on disk) and the heads. For every seed and head, the number of epochs is chosen among
-``[heads] epochs`` by the validation NLL, and the head is evaluated on the test set: ranking
-measures (``R10@1``, ``MAP``, ``MRR``) over candidate lists with at least one relevant
-candidate, and ``accuracy`` (threshold 0.5), ``ECE`` (10 bins, top-label), ``Brier`` and
-``NLL`` over all (query, candidate) pairs. Reliability diagrams of seed 0 are saved as PNG
-and the per-seed values as JSON beside the config (not in smoke mode).
+cached on disk; a relative ``cache_dir`` is resolved against the project root) and the heads.
+For every seed and head, the epochs (``[heads] epochs``, overridable per head), GPF's focal
+``gamma`` (``[heads.gpf] gamma``, a value or a list) and the GP heads' mean-field factor
+(``[calibration] mean_field_factors``) are chosen by validation NLL
+(:mod:`probrank.experiments.gpf_selection`); with ``[calibration] temperature = true`` (the
+default) every head is also reported as ``<head>+T`` with a validation-fitted temperature.
+On the test set: ranking measures (``R10@1``, ``MAP``, ``MRR``) over candidate lists with at
+least one relevant candidate, and ``accuracy`` (threshold 0.5), ``ECE`` (10 bins, top-label),
+``Brier`` and ``NLL`` over all (query, candidate) pairs. Reliability diagrams of seed 0 are
+saved as PNG and the per-seed values and selections as JSON beside the config (not in smoke
+mode).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 
 import torch
 from torch import Tensor
+from tqdm.auto import tqdm
 
 from probrank.data.datasets.candidate_lists import CandidateList, num_pairs
 from probrank.data.paths import shared_data_dir
@@ -36,7 +42,15 @@ from probrank.evaluation.tensor_metrics import average_precision, recall_n_at_k,
 from probrank.exceptions import InputDataError
 from probrank.experiments.results import ExperimentResult
 
-__all__ = ["HEADS", "MEASURES", "evaluate_head", "load_split", "pair_features", "run"]
+__all__ = [
+    "HEADS",
+    "MEASURES",
+    "demo_section",
+    "evaluate_head",
+    "load_split",
+    "pair_features",
+    "run",
+]
 
 HEADS = ("deterministic", "mc_dropout", "ensemble", "sngp", "gpf")
 """Head names, in table order."""
@@ -141,7 +155,27 @@ def evaluate_head(
 
 def _head_options(heads: dict[str, Any], name: str) -> dict[str, Any]:
     common = {k: heads[k] for k in ("hidden", "num_layers", "dropout") if k in heads}
-    return {**common, **heads.get(name, {})}
+    own = {k: v for k, v in heads.get(name, {}).items() if k not in _FIT_KEYS}
+    return {**common, **own}
+
+
+_FIT_KEYS = ("epochs", "batch_size", "lr", "weight_decay")
+
+
+def _fit_settings(heads: dict[str, Any], name: str) -> dict[str, Any]:
+    """``[heads]`` training settings, overridden by ``[heads.<name>]``."""
+    merged = {**heads, **heads.get(name, {})}
+    return {k: merged[k] for k in _FIT_KEYS if k in merged}
+
+
+def _gammas(options: dict[str, Any], name: str) -> list[float | None]:
+    if name != "gpf":
+        return [None]
+    from probrank.nn.losses import check_focal_gamma
+
+    value = options.pop("gamma", 2.0)
+    values = value if isinstance(value, list) else [value]
+    return [check_focal_gamma(float(g)) for g in values]
 
 
 def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
@@ -157,14 +191,29 @@ def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
         raise
 
 
+def _encoder(enc: dict[str, Any], config: dict, config_path: Path) -> Any:
+    from probrank.encoders.cache import resolve_cache_dir
+    from probrank.encoders.transformer import TransformerEncoder
+
+    return TransformerEncoder(
+        enc.get("name_or_path") or None,
+        mode=enc.get("mode", "bi"),
+        pooling=enc.get("pooling", "mean"),
+        max_length=int(enc.get("max_length", 256)),
+        batch_size=int(enc.get("batch_size", 32)),
+        cache_dir=resolve_cache_dir(enc.get("cache_dir", ".probrank-cache"), config_path),
+        show_progress=not config.get("experiment", {}).get("quiet", False),
+    )
+
+
 def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
     """Train and evaluate the configured heads over ``seeds`` seeds (see the module doc)."""
-    from probrank.encoders.transformer import TransformerEncoder
-    from probrank.nn.heads import FitOptions, build_head
+    from probrank.experiments.gpf_selection import Family, restore, select, train_checkpoints
+    from probrank.nn.calibration import DEFAULT_MEAN_FIELD_FACTORS
+    from probrank.nn.heads import FitOptions
 
     torch.set_num_threads(int(config.get("experiment", {}).get("threads", 2)))
     data = config.get("data", {})
-    enc = config.get("encoder", {})
     heads_cfg = config.get("heads", {})
     names = heads_cfg.get("names", list(HEADS))
     unknown = [n for n in names if n not in HEADS]
@@ -178,17 +227,14 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         raise InputDataError(
             f"unknown measure {bad[0]!r}; choose from {', '.join(MEASURES)}", path=config_path
         )
-    base = config_path.parent
-    cache_dir = enc.get("cache_dir", ".probrank-cache")
-    encoder = TransformerEncoder(
-        enc.get("name_or_path") or None,
-        mode=enc.get("mode", "bi"),
-        pooling=enc.get("pooling", "mean"),
-        max_length=int(enc.get("max_length", 256)),
-        batch_size=int(enc.get("batch_size", 32)),
-        cache_dir=cache_dir if Path(cache_dir).is_absolute() else Path.cwd() / cache_dir,
-        show_progress=not config.get("experiment", {}).get("quiet", False),
-    )
+    calibration_cfg = config.get("calibration", {})
+    factors = [
+        float(f) for f in calibration_cfg.get("mean_field_factors", DEFAULT_MEAN_FIELD_FACTORS)
+    ]
+    families = [Family.PLAIN]
+    if calibration_cfg.get("temperature", True):
+        families.append(Family.TEMPERATURE)
+    encoder = _encoder(config.get("encoder", {}), config, config_path)
     splits = {}
     for role in ("train", "validation", "test"):
         if role not in data:
@@ -199,49 +245,81 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     mean = splits["train"][1].mean(0)
     std = splits["train"][1].std(0).clamp_min(1e-6)
     standard = {role: ((f - mean) / std, y) for role, (_, f, y) in splits.items()}
-    epochs_grid = [int(e) for e in heads_cfg.get("epochs", [5, 15])]
-    if smoke:
-        epochs_grid = [1]
-    fit = {k: heads_cfg[k] for k in ("batch_size", "lr", "weight_decay") if k in heads_cfg}
-    values: dict[str, dict[str, list[float]]] = {n: {m: [] for m in measures} for n in names}
-    chosen: dict[str, dict[str, float]] = {n: {} for n in names}
-    test_probs: dict[str, Tensor] = {}
     x_train, y_train = standard["train"]
     x_val, y_val = standard["validation"]
     x_test, y_test = standard["test"]
-    for seed in range(seeds):
-        for name in names:
-            options = _head_options(heads_cfg, name)
-            if smoke and name in ("sngp", "gpf"):
-                options["num_features"] = 64
-            candidates = []
-            for epochs in epochs_grid:
-                head = build_head(name, x_train.shape[1], seed=seed, **options)
-                head.fit(x_train, y_train, FitOptions(epochs=epochs, seed=seed, **fit))
-                nll = negative_log_likelihood(head.predict_proba(x_val), y_val.long())
-                candidates.append((nll, epochs, head))
-            _, epochs, head = min(candidates, key=lambda item: item[0])
-            chosen[name][f"seed {seed}"] = float(epochs)
+    rows = [_row(n, f) for n in names for f in families]
+    values: dict[str, dict[str, list[float]]] = {r: {m: [] for m in measures} for r in rows}
+    chosen: dict[str, dict[str, float]] = {}
+    test_probs: dict[str, Tensor] = {}
+    epochs_used: dict[str, list[int]] = {}
+    bar = tqdm(
+        [(seed, name) for seed in range(seeds) for name in names],
+        desc="heads",
+        unit="head",
+        disable=bool(config.get("experiment", {}).get("quiet", False)),
+    )
+    for seed, name in bar:
+        bar.set_postfix_str(f"seed {seed}, {name}")
+        options = _head_options(heads_cfg, name)
+        if smoke and name in ("sngp", "gpf"):
+            options["num_features"] = 64
+        gammas = _gammas(options, name)
+        if smoke:
+            gammas = gammas[:1]
+        grid = [{**options, "seed": seed, **({} if g is None else {"gamma": g})} for g in gammas]
+        settings = _fit_settings(heads_cfg, name)
+        epochs_grid = [1] if smoke else [int(e) for e in settings.pop("epochs", [5, 15])]
+        epochs_used[name] = epochs_grid
+        checkpoints = train_checkpoints(
+            name,
+            x_train.shape[1],
+            grid,
+            (x_train, y_train),
+            x_val,
+            epochs_grid,
+            FitOptions(seed=seed, **settings),
+        )
+        for family in families:
+            selection = select(name, checkpoints, y_val, family, factors)
+            row = _row(name, family)
+            chosen[f"{row} (seed {seed})"] = selection.settings
+            head = restore(name, x_train.shape[1], selection)
             probs = head.predict_proba(x_test).detach().double()
             scores = evaluate_head(probs, y_test.double(), splits["test"][0], measures)
             for measure, value in scores.items():
-                values[name][measure].append(value)
+                values[row][measure].append(value)
             if seed == 0:
-                test_probs[name] = probs
+                test_probs[row] = probs
     notes = [
         f"train {data['train']}: {len(splits['train'][0])} lists, {num_pairs(splits['train'][0])} "
-        f"pairs; validation {data['validation']}: {len(splits['validation'][0])} lists; "
-        f"test {data['test']}: {len(splits['test'][0])} lists, "
-        f"{num_pairs(splits['test'][0])} pairs",
-        f"encoder {encoder.path.name} ({encoder.mode.value}, {encoder.pooling.value} pooling, "
-        f"frozen, features {encoder.feature_dim}); epochs chosen by validation NLL from "
-        f"{epochs_grid}",
+        f"pairs; validation {data['validation']}: {len(splits['validation'][0])} lists, "
+        f"{num_pairs(splits['validation'][0])} pairs; test {data['test']}: "
+        f"{len(splits['test'][0])} lists, {num_pairs(splits['test'][0])} pairs",
+        f"encoder {encoder.path.parent.name}/{encoder.path.name} ({encoder.mode.value}, "
+        f"{encoder.pooling.value} pooling, frozen, features {encoder.feature_dim})",
+        "selected per head and seed by validation NLL: epochs from "
+        + "; ".join(f"{n} {e}" for n, e in epochs_used.items())
+        + f"; GPF gamma from {_gammas(_head_options(heads_cfg, 'gpf'), 'gpf')}"
+        + f"; GP mean-field factor lambda from {[round(f, 4) for f in factors]}"
+        + ("; rows '+T' add a validation-fitted temperature" if len(families) > 1 else ""),
     ]
     title = config.get("experiment", {}).get("title", f"gpf_ranker: {config_path.stem}")
-    result = ExperimentResult(title, values, extra={"epochs chosen": chosen}, notes=notes)
+    result = ExperimentResult(title, values, extra={"selected on validation": chosen}, notes=notes)
     if not smoke and config.get("output", {}).get("save", True):
-        _save(result, test_probs, y_test, base, config_path.stem, config.get("output", {}))
+        _save(
+            result,
+            test_probs,
+            y_test,
+            config_path.parent,
+            config_path.stem,
+            config.get("output", {}),
+        )
     return result
+
+
+def _row(name: str, family: Any) -> str:
+    return name if family.value == "plain" else f"{name}+T"
 
 
 def _save(
@@ -258,14 +336,21 @@ def _save(
     import matplotlib.pyplot as plt
 
     folder = base / output.get("folder", "results")
-    curves = {
-        name: reliability_curve(p, labels.long(), n_bins=10, kind="positive")
-        for name, p in probs.items()
+    panels = {
+        "no temperature": {n: p for n, p in probs.items() if not n.endswith("+T")},
+        "+ validation temperature": {n: p for n, p in probs.items() if n.endswith("+T")},
     }
-    fig, ax = plt.subplots(figsize=(4.5, 4.5))
-    plot_reliability_diagram(curves, ax=ax, title=f"{stem}: P(relevant), seed 0")
-    ax.set_xlabel("predicted P(relevant)")
-    ax.set_ylabel("fraction relevant")
+    panels = {title: rows for title, rows in panels.items() if rows}
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.8 * len(panels), 4.8), squeeze=False)
+    for ax, (title, rows) in zip(axes[0], panels.items(), strict=True):
+        curves = {
+            name: reliability_curve(p, labels.long(), n_bins=10, kind="positive")
+            for name, p in rows.items()
+        }
+        plot_reliability_diagram(curves, ax=ax, title=f"{stem}, seed 0: {title}")
+        ax.set_xlabel("predicted P(relevant)")
+        ax.set_ylabel("fraction relevant")
+        ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     _atomic_write(
         folder / f"{stem}_reliability.png", lambda p: fig.savefig(p, dpi=80, format="png")
@@ -285,3 +370,13 @@ def _save(
 
 def _write_text(path: str, text: str) -> None:
     Path(path).write_text(text, encoding="utf-8")
+
+
+def demo_section(output_dir: str | Path, seed: int = 0, quick: bool = True) -> tuple[str, dict]:
+    """Deterministic vs GPF head on synthetic features (no encoder), for ``probrank demo``.
+
+    See :func:`probrank.experiments.gpf_demo.demo_section`.
+    """
+    from probrank.experiments.gpf_demo import demo_section as _demo
+
+    return _demo(output_dir, seed=seed, quick=quick)

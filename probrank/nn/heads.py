@@ -5,29 +5,47 @@ Every head maps `... x d` features to logits, has ``fit(features, labels)``,
 :class:`gpytorch.distributions.MultivariateNormal` over the logits (utilities) of a set of
 `q` candidates, `batch_shape x q x d` -> `batch_shape x q`. The SNGP/GPF posterior has the
 low-rank Laplace covariance ``Phi Sigma Phi^T``; MC dropout and ensembles use the sample
-covariance of their passes or members; the deterministic head a zero covariance.
+covariance of their passes or members; the deterministic head a point mass widened by a tiny
+diagonal (:data:`POINT_MASS_VARIANCE`) so that samplers that factorise it do not fail.
+
+Every head also has ``temperature`` (1 unless calibrated) and ``logit_predictive(features) ->
+(m, v)`` with ``predict_proba = sigmoid(m / (T sqrt(1 + lambda v)))`` (``v = 0`` and ``lambda``
+unused outside the GP heads), which :mod:`probrank.nn.calibration` tunes on validation data.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Protocol
 
 import torch
 from gpytorch.distributions import MultivariateNormal
+from linear_operator.operators import DiagLinearOperator
 from torch import Tensor, nn
 
 from probrank._options import parse_enum
 from probrank.exceptions import InputDataError
-from probrank.nn.losses import LossKind, make_loss
+from probrank.nn.losses import LossKind, check_focal_gamma, make_loss
 from probrank.nn.mvn import low_rank_mvn, sample_mvn
-from probrank.nn.rff_gp import RFFGaussianProcess, mean_field_probability
+from probrank.nn.rff_gp import MomentumForm, RFFGaussianProcess
 from probrank.nn.spectral import spectral_normalize
-from probrank.nn.training import train_head
+from probrank.nn.training import HeadTrainer, train_head
+
+EpochCallback = Callable[[int], None]
+"""Called with the number of epochs done (1-based), the head in evaluation mode."""
+
+POINT_MASS_VARIANCE = 1e-6
+"""Variance on the diagonal of the deterministic head's posterior (a near point mass): the
+smallest variance GPyTorch keeps in float32 (``gpytorch.settings.min_variance``), so that
+samplers can factorise the covariance and ``.variance`` does not warn."""
+
+_PROBABILITY_EPS = 1e-7
 
 __all__ = [
+    "POINT_MASS_VARIANCE",
     "DeepEnsembleHead",
     "FitOptions",
     "GPFHead",
@@ -44,9 +62,19 @@ __all__ = [
 class RelevanceHead(Protocol):
     """What every head offers (the classes below implement it)."""
 
-    def fit(self, features: Tensor, labels: Tensor, options: FitOptions = ...) -> list[float]: ...
+    def fit(
+        self,
+        features: Tensor,
+        labels: Tensor,
+        options: FitOptions = ...,
+        on_epoch_end: EpochCallback | None = ...,
+    ) -> list[float]: ...
+
+    def finalize(self, features: Tensor, batch_size: int = ...) -> None: ...
 
     def predict_proba(self, features: Tensor) -> Tensor: ...
+
+    def logit_predictive(self, features: Tensor) -> tuple[Tensor, Tensor]: ...
 
     def posterior(self, features: Tensor) -> MultivariateNormal: ...
 
@@ -115,39 +143,75 @@ class MLPHead(nn.Module):
             self.body = _mlp(in_features, hidden, num_layers, dropout, None)
             self.out = nn.Linear(hidden if num_layers else in_features, 1)
         self.loss = make_loss(loss, gamma)
+        self.temperature = 1.0
+        """Post-hoc temperature ``T`` of the logits (1: none)."""
 
     def forward(self, features: Tensor) -> Tensor:
         """`... x d` -> `...` logits."""
         return self.out(self.body(features)).squeeze(-1)
 
-    def fit(
-        self, features: Tensor, labels: Tensor, options: FitOptions = FitOptions()
-    ) -> list[float]:
-        """Train on `n x d` features and `n` labels; returns the loss per epoch."""
-        return train_head(
+    def trainer(self, features: Tensor, labels: Tensor, options: FitOptions) -> HeadTrainer:
+        """A :class:`HeadTrainer` of this head (one epoch per ``run_epoch``)."""
+        return HeadTrainer(
             self,
             features,
             labels,
             self.loss,
-            epochs=options.epochs,
             batch_size=options.batch_size,
             lr=options.lr,
             weight_decay=options.weight_decay,
             seed=options.seed,
         )
 
+    def fit(
+        self,
+        features: Tensor,
+        labels: Tensor,
+        options: FitOptions = FitOptions(),
+        on_epoch_end: EpochCallback | None = None,
+    ) -> list[float]:
+        """Train on `n x d` features and `n` labels; returns the loss per epoch.
+
+        ``on_epoch_end(epochs_done)`` is called after every epoch (e.g. to evaluate checkpoints).
+        """
+        trainer = self.trainer(features, labels, options)
+        history = []
+        for epoch in range(options.epochs):
+            history.append(trainer.run_epoch())
+            if on_epoch_end is not None:
+                on_epoch_end(epoch + 1)
+        self.eval()
+        return history
+
+    def finalize(self, features: Tensor, batch_size: int = 1024) -> None:
+        """Complete the posterior after training (nothing to do for this head)."""
+
+    @torch.no_grad()
+    def logit_predictive(self, features: Tensor) -> tuple[Tensor, Tensor]:
+        """`...` logits and `...` zeros (no predictive variance), before the temperature."""
+        self.eval()
+        logits = self(features)
+        return logits, torch.zeros_like(logits)
+
     @torch.no_grad()
     def predict_proba(self, features: Tensor) -> Tensor:
-        """`... x d` -> `...` P(relevant)."""
+        """`... x d` -> `...` P(relevant) ``sigmoid(logit / T)``."""
         self.eval()
-        return torch.sigmoid(self(features))
+        return torch.sigmoid(self(features) / self.temperature)
 
     @torch.no_grad()
     def posterior(self, features: Tensor) -> MultivariateNormal:
-        """Point mass at the logits (zero covariance root of rank 1)."""
+        """Near point mass at the logits / ``T``: diagonal covariance ``POINT_MASS_VARIANCE``."""
         self.eval()
-        mean = self(features)
-        return low_rank_mvn(mean, torch.zeros(*mean.shape, 1, dtype=mean.dtype))
+        mean = self(features) / self.temperature
+        return MultivariateNormal(
+            mean, DiagLinearOperator(torch.full_like(mean, POINT_MASS_VARIANCE))
+        )
+
+
+def _logit_of_mean(probabilities: Tensor) -> Tensor:
+    p = probabilities.clamp(_PROBABILITY_EPS, 1 - _PROBABILITY_EPS)
+    return torch.log(p) - torch.log1p(-p)
 
 
 class MCDropoutHead(MLPHead):
@@ -178,13 +242,21 @@ class MCDropoutHead(MLPHead):
         self.eval()
         return samples
 
+    def logit_predictive(self, features: Tensor) -> tuple[Tensor, Tensor]:
+        """`...` logit of the mean over passes of the sigmoid, and `...` zeros."""
+        logits = _logit_of_mean(torch.sigmoid(self.sample_logits(features)).mean(0))
+        return logits, torch.zeros_like(logits)
+
     def predict_proba(self, features: Tensor) -> Tensor:
-        """Mean over passes of the sigmoid."""
-        return torch.sigmoid(self.sample_logits(features)).mean(0)
+        """Mean over passes of the sigmoid (with ``T != 1``: its logit divided by ``T``)."""
+        mean = torch.sigmoid(self.sample_logits(features)).mean(0)
+        if self.temperature == 1.0:
+            return mean
+        return torch.sigmoid(_logit_of_mean(mean) / self.temperature)
 
     def posterior(self, features: Tensor) -> MultivariateNormal:
-        """Sample mean and covariance of the passes' logits."""
-        return sample_mvn(self.sample_logits(features))
+        """Sample mean and covariance of the passes' logits / ``T``."""
+        return sample_mvn(self.sample_logits(features) / self.temperature)
 
 
 class DeepEnsembleHead(nn.Module):
@@ -206,38 +278,68 @@ class DeepEnsembleHead(nn.Module):
         self.members: list[MLPHead] = nn.ModuleList(  # type: ignore[assignment]
             MLPHead(in_features, seed=seed + m, **kwargs) for m in range(num_members)
         )
+        self.temperature = 1.0
+        """Post-hoc temperature ``T`` (1: none)."""
 
     def forward(self, features: Tensor) -> Tensor:
         """`... x d` -> `...` mean logit of the members."""
         return self.sample_logits(features).mean(0)
 
     def fit(
-        self, features: Tensor, labels: Tensor, options: FitOptions = FitOptions()
+        self,
+        features: Tensor,
+        labels: Tensor,
+        options: FitOptions = FitOptions(),
+        on_epoch_end: EpochCallback | None = None,
     ) -> list[float]:
-        """Train each member with seed ``options.seed + m``; returns the members' mean loss."""
-        histories = [
-            member.fit(
-                features, labels, FitOptions(**{**options.__dict__, "seed": options.seed + m})
-            )
+        """Train member ``m`` with seed ``options.seed + m``; returns the members' mean loss.
+
+        The members are trained in lockstep, one epoch each at a time (each with its own random
+        streams, so the result equals training them one after the other), and
+        ``on_epoch_end(epochs_done)`` sees the whole ensemble after every epoch.
+        """
+        trainers = [
+            member.trainer(features, labels, replace(options, seed=options.seed + m))
             for m, member in enumerate(self.members)
         ]
-        return [sum(values) / len(values) for values in zip(*histories, strict=True)]
+        history = []
+        for epoch in range(options.epochs):
+            losses = [trainer.run_epoch() for trainer in trainers]
+            history.append(sum(losses) / len(losses))
+            if on_epoch_end is not None:
+                self.eval()
+                on_epoch_end(epoch + 1)
+        self.eval()
+        return history
+
+    def finalize(self, features: Tensor, batch_size: int = 1024) -> None:
+        """Complete the posterior after training (nothing to do for this head)."""
 
     def sample_logits(self, features: Tensor) -> Tensor:
         """`M x ...` logits of the members."""
         return torch.stack([member(features) for member in self.members])
 
     @torch.no_grad()
-    def predict_proba(self, features: Tensor) -> Tensor:
-        """Mean of the members' probabilities."""
+    def logit_predictive(self, features: Tensor) -> tuple[Tensor, Tensor]:
+        """`...` logit of the members' mean probability, and `...` zeros."""
         self.eval()
-        return torch.sigmoid(self.sample_logits(features)).mean(0)
+        logits = _logit_of_mean(torch.sigmoid(self.sample_logits(features)).mean(0))
+        return logits, torch.zeros_like(logits)
+
+    @torch.no_grad()
+    def predict_proba(self, features: Tensor) -> Tensor:
+        """Mean of the members' probabilities (with ``T != 1``: its logit divided by ``T``)."""
+        self.eval()
+        mean = torch.sigmoid(self.sample_logits(features)).mean(0)
+        if self.temperature == 1.0:
+            return mean
+        return torch.sigmoid(_logit_of_mean(mean) / self.temperature)
 
     @torch.no_grad()
     def posterior(self, features: Tensor) -> MultivariateNormal:
-        """Sample mean and covariance of the members' logits."""
+        """Sample mean and covariance of the members' logits / ``T``."""
         self.eval()
-        return sample_mvn(self.sample_logits(features))
+        return sample_mvn(self.sample_logits(features) / self.temperature)
 
 
 class PrecisionUpdate(str, Enum):
@@ -246,7 +348,8 @@ class PrecisionUpdate(str, Enum):
     EXACT = "exact"
     """One final pass over the training data after training."""
     MOMENTUM = "momentum"
-    """Minibatch momentum update after every training step (SNGP eq. 5), from zero."""
+    """Minibatch momentum update after every training step (SNGP eq. 5; see
+    :class:`probrank.nn.rff_gp.MomentumForm`), features taken in evaluation mode."""
 
 
 class SNGPHead(nn.Module):
@@ -264,8 +367,10 @@ class SNGPHead(nn.Module):
         mean_field_factor: ``lambda`` of the mean-field probability (pi / 8).
         precision_update: ``"exact"`` or ``"momentum"`` (:class:`PrecisionUpdate`).
         momentum: ``m`` of the momentum update.
+        momentum_form: ``"corrected"`` (bias-corrected, scaled to the data size) or ``"paper"``
+            (eq. 5 verbatim, from the prior); see :class:`probrank.nn.rff_gp.MomentumForm`.
         loss: ``"bce"`` (SNGP) or ``"focal"`` (GPF).
-        gamma: Focal-loss gamma.
+        gamma: Focal-loss gamma (``>= 1``; used by ``loss="focal"`` only).
         seed: Seed of the weights and random features.
     """
 
@@ -282,12 +387,18 @@ class SNGPHead(nn.Module):
         mean_field_factor: float = math.pi / 8,
         precision_update: str | PrecisionUpdate = PrecisionUpdate.EXACT,
         momentum: float = 0.999,
+        momentum_form: str | MomentumForm = MomentumForm.CORRECTED,
         loss: str | LossKind = LossKind.BCE,
         gamma: float = 2.0,
         seed: int = 0,
     ) -> None:
         super().__init__()
         self.precision_update = parse_enum(PrecisionUpdate, precision_update, "precision_update")
+        self.momentum_form = parse_enum(MomentumForm, momentum_form, "momentum_form")
+        if not 0 <= momentum < 1:
+            raise InputDataError(f"momentum must be in [0, 1), got {momentum}")
+        if not (math.isfinite(mean_field_factor) and mean_field_factor >= 0):
+            raise InputDataError(f"mean_field_factor must be >= 0, got {mean_field_factor}")
         self.momentum = momentum
         width = hidden if num_layers else in_features
         with torch.random.fork_rng(devices=[]):
@@ -303,28 +414,53 @@ class SNGPHead(nn.Module):
             seed=seed,
         )
         self.loss = make_loss(loss, gamma)
+        self.temperature = 1.0
+        """Post-hoc temperature ``T`` (1: none)."""
+
+    @property
+    def mean_field_factor(self) -> float:
+        """``lambda`` of ``sigmoid(m / (T sqrt(1 + lambda v)))``."""
+        return float(self.gp.mean_field_factor)
+
+    @mean_field_factor.setter
+    def mean_field_factor(self, value: float) -> None:
+        if not (math.isfinite(value) and value >= 0):
+            raise InputDataError(f"mean_field_factor must be >= 0, got {value}")
+        self.gp.mean_field_factor = float(value)
 
     def forward(self, features: Tensor) -> Tensor:
         """`... x d` -> `...` MAP logits."""
         return self.gp(self.body(features))
 
     def fit(
-        self, features: Tensor, labels: Tensor, options: FitOptions = FitOptions()
+        self,
+        features: Tensor,
+        labels: Tensor,
+        options: FitOptions = FitOptions(),
+        on_epoch_end: EpochCallback | None = None,
     ) -> list[float]:
-        """MAP training (loss + prior penalty / n), then the Laplace precision."""
+        """MAP training (loss + prior penalty / n), then the Laplace precision.
+
+        With ``on_epoch_end``, call :meth:`finalize` inside it before using the posterior of a
+        checkpoint (the exact precision is otherwise only computed after the last epoch).
+        """
         n = features.shape[0]
         output = self.gp.output
+        momentum_mode = self.precision_update is PrecisionUpdate.MOMENTUM
 
         def start(epoch: int) -> None:
             if epoch == 0:
                 output.reset_precision()
 
         def update(x: Tensor) -> None:
-            if self.precision_update is PrecisionUpdate.MOMENTUM and self.body.training:
-                with torch.no_grad():
-                    output.momentum_update(self.gp.phi(self.body(x)), self.momentum, n)
+            # features of the current weights without dropout and without a power-iteration
+            # step (evaluation mode), as the exact pass would see them
+            self.body.eval()
+            with torch.no_grad():
+                phi = self.gp.phi(self.body(x))
+            self.body.train()
+            output.momentum_update(phi, self.momentum, n, self.momentum_form)
 
-        momentum_mode = self.precision_update is PrecisionUpdate.MOMENTUM
         history = train_head(
             self,
             features,
@@ -336,19 +472,27 @@ class SNGPHead(nn.Module):
             penalty=lambda: output.prior_penalty() / n,
             on_epoch_start=start if momentum_mode else None,
             on_batch_end=update if momentum_mode else None,
+            on_epoch_end=on_epoch_end,
             seed=options.seed,
         )
-        if not momentum_mode:
-            self.compute_precision(features, options.batch_size)
+        self.finalize(features, options.batch_size)
         return history
+
+    def finalize(self, features: Tensor, batch_size: int = 1024) -> None:
+        """Exact mode: the Laplace precision from one pass over `n x d` training features;
+        momentum mode: nothing (the running precision is already the posterior's)."""
+        if self.precision_update is PrecisionUpdate.EXACT:
+            self.compute_precision(features, batch_size)
 
     @torch.no_grad()
     def compute_precision(self, features: Tensor, batch_size: int = 1024) -> None:
         """Exact Laplace precision from one pass over `n x d` training features."""
+        was_training = self.training
         self.eval()
         self.gp.output.reset_precision()
         for start in range(0, features.shape[0], batch_size):
             self.gp.output.accumulate_precision(self.phi(features[start : start + batch_size]))
+        self.train(was_training)
 
     def phi(self, features: Tensor) -> Tensor:
         """`... x d` -> `... x L` random features of the hidden representation."""
@@ -360,24 +504,39 @@ class SNGPHead(nn.Module):
         self.eval()
         return self.gp.output.predictive(self.phi(features))
 
+    def logit_predictive(self, features: Tensor) -> tuple[Tensor, Tensor]:
+        """Same as :meth:`predictive` (before the temperature)."""
+        return self.predictive(features)
+
     def predict_proba(self, features: Tensor) -> Tensor:
-        """`...` mean-field probabilities ``sigmoid(m / sqrt(1 + lambda v))``."""
+        """`...` mean-field probabilities ``sigmoid(m / (T sqrt(1 + lambda v)))``."""
         mean, variance = self.predictive(features)
-        return mean_field_probability(mean, variance, self.gp.mean_field_factor)
+        return torch.sigmoid(
+            mean / (self.temperature * torch.sqrt(1.0 + self.mean_field_factor * variance))
+        )
 
     @torch.no_grad()
     def posterior(self, features: Tensor) -> MultivariateNormal:
-        """`batch_shape x q x d` -> MVN with covariance root ``Phi L^{-T}`` (`q x L`)."""
+        """`batch_shape x q x d` -> MVN of the logits / ``T`` with covariance root
+        ``Phi L^{-T} / T`` (`q x L`, never the `q x q` matrix)."""
         self.eval()
-        return self.gp.output.posterior(self.phi(features))
+        phi = self.phi(features)
+        output = self.gp.output
+        return low_rank_mvn(
+            output(phi) / self.temperature, output.covariance_root(phi) / self.temperature
+        )
 
 
 class GPFHead(SNGPHead):
-    """GPF: an :class:`SNGPHead` trained with focal loss (``gamma`` default 2)."""
+    """GPF: an :class:`SNGPHead` trained with focal loss (``gamma >= 1``, default 2).
+
+    Raises:
+        InputDataError: ``gamma < 1`` (the GPF paper's focal loss; use SNGP for cross-entropy).
+    """
 
     def __init__(self, in_features: int, *, gamma: float = 2.0, **kwargs: Any) -> None:
         kwargs.pop("loss", None)
-        super().__init__(in_features, loss=LossKind.FOCAL, gamma=gamma, **kwargs)
+        super().__init__(in_features, loss=LossKind.FOCAL, gamma=check_focal_gamma(gamma), **kwargs)
 
 
 class HeadKind(str, Enum):

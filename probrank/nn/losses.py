@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from enum import Enum
 
@@ -11,7 +12,7 @@ from torch import Tensor
 from probrank._options import parse_enum
 from probrank.exceptions import InputDataError
 
-__all__ = ["LossKind", "binary_focal_loss", "make_loss"]
+__all__ = ["LossKind", "binary_focal_loss", "check_focal_gamma", "make_loss"]
 
 
 class LossKind(str, Enum):
@@ -31,7 +32,8 @@ def binary_focal_loss(
     Args:
         logits: `n` logits of relevance.
         labels: `n` labels in {0, 1}.
-        gamma: Focusing parameter (the GPF paper uses gamma >= 1; 0 gives cross-entropy).
+        gamma: Focusing parameter, ``>= 0`` (0 gives cross-entropy). Heads built through
+            :func:`make_loss` require the GPF paper's ``gamma >= 1``.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``.
 
     Returns:
@@ -53,14 +55,34 @@ def binary_focal_loss(
     raise InputDataError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
+def check_focal_gamma(gamma: float) -> float:
+    """``gamma`` as a float if it is a valid focal-loss gamma of a head (``>= 1``, finite).
+
+    Raises:
+        InputDataError: ``gamma < 1`` (0 would be plain cross-entropy: use ``loss="bce"``).
+    """
+    if not (math.isfinite(gamma) and gamma >= 1):
+        raise InputDataError(
+            f"focal gamma must be >= 1 (GPF), got {gamma}; use loss='bce' for cross-entropy"
+        )
+    return float(gamma)
+
+
 def make_loss(
     kind: str | LossKind = LossKind.BCE, gamma: float = 2.0
 ) -> Callable[[Tensor, Tensor], Tensor]:
-    """A ``loss(logits, labels) -> scalar`` function (mean over items)."""
+    """A ``loss(logits, labels) -> scalar`` function (mean over items).
+
+    Args:
+        kind: ``"bce"`` or ``"focal"`` (:class:`LossKind`).
+        gamma: Focal-loss gamma, ``>= 1`` (ignored for ``"bce"``).
+
+    Raises:
+        InputDataError: Unknown ``kind`` or a focal ``gamma < 1``.
+    """
     kind = parse_enum(LossKind, kind, "loss")
     if kind is LossKind.FOCAL:
-        if gamma < 0:
-            raise InputDataError(f"focal gamma must be non-negative, got {gamma}")
+        check_focal_gamma(gamma)
         return lambda logits, labels: binary_focal_loss(logits, labels, gamma)
     return lambda logits, labels: torch.nn.functional.binary_cross_entropy_with_logits(
         logits, labels.to(logits.dtype)

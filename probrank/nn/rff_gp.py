@@ -6,10 +6,10 @@
 training, the Laplace posterior precision is ``prior_precision I + sum_i w_i Phi_i Phi_i^T`` with
 ``w_i = p_i (1 - p_i)`` (Bernoulli) or ``1 / noise`` (Gaussian, where Laplace is exact),
 computed exactly in a final pass over the training data, or by the minibatch momentum update
-``D_t = m D_{t-1} + (1 - m) (N / B) sum_batch w_i Phi_i Phi_i^T`` (SNGP eq. 5 with the batch sum
-scaled to the data size ``N``; ``num_data=None`` gives the paper's unscaled form). The
-predictive of a candidate is ``N(Phi^T beta, Phi^T Sigma Phi)`` and its probability the
-mean-field ``sigmoid(m / sqrt(1 + lambda v))``, ``lambda = pi / 8``.
+of SNGP eq. 5 (:class:`MomentumForm`: bias-corrected and scaled to the data size by default, or
+the paper's verbatim form starting from the prior). The predictive of a candidate is
+``N(Phi^T beta, Phi^T Sigma Phi)`` and its probability the mean-field
+``sigmoid(m / sqrt(1 + lambda v))``, ``lambda = pi / 8``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from probrank.nn.mvn import low_rank_mvn
 
 __all__ = [
     "LaplaceLinear",
+    "MomentumForm",
     "OutputLikelihood",
     "RFFGaussianProcess",
     "RandomFourierFeatures",
@@ -93,9 +94,29 @@ class OutputLikelihood(str, Enum):
     """``w_i = 1 / noise`` (regression; Laplace equals the exact posterior)."""
 
 
+class MomentumForm(str, Enum):
+    """How :meth:`LaplaceLinear.momentum_update` turns minibatches into a precision."""
+
+    CORRECTED = "corrected"
+    """``D_t = m D_{t-1} + (1 - m) (N / B) S_t`` from ``D_0 = 0`` with Adam-style bias
+    correction, precision ``prior I + D_t / (1 - m^t)``: a weighted mean of unbiased estimates
+    of the exact pass's ``sum_i w_i phi_i phi_i^T`` (``S_t``: the batch sum, ``N``: data size)."""
+    PAPER = "paper"
+    """SNGP eq. 5 verbatim: ``P_0 = prior I``, ``P_t = m P_{t-1} + (1 - m) S_t`` (the batch sum
+    unscaled, so the data term tends to one batch's worth and the prior decays as ``m^t``)."""
+
+
+_EXACT, _CORRECTED, _PAPER = 0, 1, 2
+_FORM_CODES = {MomentumForm.CORRECTED: _CORRECTED, MomentumForm.PAPER: _PAPER}
+
+
 class LaplaceLinear(nn.Module):
     """Linear output ``f = phi^T beta + bias`` with a Gaussian prior and a Laplace posterior on
     ``beta`` (the bias is a point estimate).
+
+    The covariance ``Sigma`` (and its root ``L^{-T}``, ``L L^T = Sigma^{-1}``) is computed once
+    (in float64) the first time it is needed after the precision changes and then reused, so a
+    predictive variance ``diag(Phi Sigma Phi^T) = rowsum((Phi Sigma) * Phi)`` costs one GEMM.
 
     Args:
         in_features: Feature width ``L``.
@@ -124,9 +145,15 @@ class LaplaceLinear(nn.Module):
         self.beta = nn.Parameter(torch.zeros(in_features))
         self.bias: nn.Parameter | None = nn.Parameter(torch.zeros(())) if bias else None
         self.data_precision: Tensor
-        self.precision_cholesky: Tensor
+        self.momentum_decay: Tensor
+        self.momentum_form: Tensor
         self.register_buffer("data_precision", torch.zeros(in_features, in_features))
-        self.register_buffer("precision_cholesky", torch.zeros(0))
+        # product of the momenta so far (1: no momentum update) and the form's code (0: exact)
+        self.register_buffer("momentum_decay", torch.ones((), dtype=torch.float64))
+        self.register_buffer("momentum_form", torch.zeros((), dtype=torch.long))
+        self._version = 0
+        self._cache: dict[str, Tensor] = {}
+        self._cache_key: tuple[int, torch.dtype, torch.device] | None = None
 
     def forward(self, phi: Tensor) -> Tensor:
         """`... x L` features -> `...` posterior-mean outputs (logits)."""
@@ -148,60 +175,130 @@ class LaplaceLinear(nn.Module):
         weights = self._weights(phi).detach()
         return (phi * weights.unsqueeze(-1)).T @ phi
 
+    def _changed(self) -> None:
+        self._version += 1
+        self._cache = {}
+
     def reset_precision(self) -> None:
         """Forget the data part of the precision (start of a new pass)."""
         self.data_precision.zero_()
-        self.precision_cholesky = torch.zeros(0, device=self.data_precision.device)
+        self.momentum_decay.fill_(1.0)
+        self.momentum_form.fill_(_EXACT)
+        self._changed()
 
     @torch.no_grad()
     def accumulate_precision(self, phi: Tensor) -> None:
-        """Exact pass: add ``sum_i w_i phi_i phi_i^T`` of `... x L` features."""
+        """Exact pass: add ``sum_i w_i phi_i phi_i^T`` of `... x L` features.
+
+        Raises:
+            InputDataError: After momentum updates without :meth:`reset_precision`.
+        """
+        if int(self.momentum_form) != _EXACT:
+            raise InputDataError("the precision holds momentum updates: reset_precision() first")
         self.data_precision += self._batch_precision(phi)
-        self.precision_cholesky = torch.zeros(0, device=self.data_precision.device)
+        self._changed()
 
     @torch.no_grad()
-    def momentum_update(self, phi: Tensor, momentum: float, num_data: int | None = None) -> None:
-        """Minibatch update ``D = m D + (1 - m) (N / B) sum_batch w_i phi_i phi_i^T``.
+    def momentum_update(
+        self,
+        phi: Tensor,
+        momentum: float,
+        num_data: int | None = None,
+        form: str | MomentumForm = MomentumForm.CORRECTED,
+    ) -> None:
+        """One minibatch step of the momentum precision (SNGP eq. 5, see :class:`MomentumForm`).
 
         Args:
-            phi: `B x L` features of one minibatch.
+            phi: `B x L` features of one minibatch (computed in evaluation mode).
             momentum: ``m`` in [0, 1).
-            num_data: Training-set size ``N``; ``None`` leaves the batch sum unscaled.
+            num_data: Training-set size ``N`` (``"corrected"``: the batch sum is scaled by
+                ``N / B``; ``None`` leaves it unscaled). Ignored by ``"paper"``.
+            form: ``"corrected"`` (default) or ``"paper"``; must not change between steps.
+
+        Raises:
+            InputDataError: ``momentum`` outside [0, 1), or a change of ``form``.
         """
         if not 0 <= momentum < 1:
             raise InputDataError(f"momentum must be in [0, 1), got {momentum}")
+        code = _FORM_CODES[parse_enum(MomentumForm, form, "form")]
+        current = int(self.momentum_form)
+        if current == _EXACT and bool(self.data_precision.any()):
+            raise InputDataError("the precision holds an exact pass: reset_precision() first")
+        if current not in (_EXACT, code):
+            raise InputDataError("momentum form changed between steps: reset_precision() first")
+        self.momentum_form.fill_(code)
         batch = phi.reshape(-1, phi.shape[-1]).shape[0]
-        scale = 1.0 if num_data is None else num_data / batch
+        scale = 1.0 if num_data is None or code == _PAPER else num_data / batch
         update = self._batch_precision(phi) * scale
         self.data_precision.mul_(momentum).add_((1 - momentum) * update)
-        self.precision_cholesky = torch.zeros(0, device=self.data_precision.device)
+        self.momentum_decay.mul_(momentum)
+        self._changed()
 
     @property
     def precision(self) -> Tensor:
-        """`L x L` posterior precision ``prior_precision I + D``."""
-        eye = torch.eye(self.data_precision.shape[0], dtype=self.data_precision.dtype)
-        return self.prior_precision * eye.to(self.data_precision.device) + self.data_precision
+        """`L x L` posterior precision (``prior_precision I + D`` after an exact pass)."""
+        eye = torch.eye(
+            self.data_precision.shape[0],
+            dtype=self.data_precision.dtype,
+            device=self.data_precision.device,
+        )
+        decay = float(self.momentum_decay)
+        code = int(self.momentum_form)
+        if code == _CORRECTED:
+            return self.prior_precision * eye + self.data_precision / (1.0 - decay)
+        if code == _PAPER:
+            return self.prior_precision * decay * eye + self.data_precision
+        return self.prior_precision * eye + self.data_precision
 
-    def _cholesky(self) -> Tensor:
-        if self.precision_cholesky.numel() == 0:
-            self.precision_cholesky = torch.linalg.cholesky(self.precision)
-        return self.precision_cholesky
+    def _cached(self, name: str) -> Tensor:
+        key = (self._version, self.data_precision.dtype, self.data_precision.device)
+        if key != self._cache_key:
+            self._cache, self._cache_key = {}, key
+        if name not in self._cache:
+            dtype = self.data_precision.dtype
+            if "cholesky" not in self._cache:
+                chol = torch.linalg.cholesky(self.precision.double())
+                self._cache["cholesky64"] = chol
+                self._cache["cholesky"] = chol.to(dtype)
+            chol = self._cache["cholesky64"]
+            if name == "covariance":
+                self._cache[name] = torch.cholesky_inverse(chol).to(dtype)
+            elif name == "root":
+                eye = torch.eye(chol.shape[0], dtype=chol.dtype, device=chol.device)
+                inverse = torch.linalg.solve_triangular(chol, eye, upper=False)
+                self._cache[name] = inverse.T.contiguous().to(dtype)
+        return self._cache[name]
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: object) -> None:
+        # states saved before the momentum buffers existed, or with the old Cholesky buffer
+        state_dict.pop(prefix + "precision_cholesky", None)
+        state_dict.setdefault(prefix + "momentum_decay", torch.ones((), dtype=torch.float64))
+        state_dict.setdefault(prefix + "momentum_form", torch.zeros((), dtype=torch.long))
+        super()._load_from_state_dict(state_dict, prefix, *args)  # type: ignore[arg-type]
+        self._changed()
+
+    @property
+    def precision_cholesky(self) -> Tensor:
+        """`L x L` lower Cholesky factor ``L`` of the precision (cached)."""
+        return self._cached("cholesky")
 
     @property
     def covariance(self) -> Tensor:
-        """`L x L` posterior covariance ``Sigma`` (formed explicitly: for tests and small L)."""
-        return torch.cholesky_inverse(self._cholesky())
+        """`L x L` posterior covariance ``Sigma`` (cached until the precision changes)."""
+        return self._cached("covariance")
 
     def covariance_root(self, phi: Tensor) -> Tensor:
-        """`... x q x L` root ``R`` with ``R R^T = Phi Sigma Phi^T`` (``R = Phi L^{-T}``)."""
-        chol = self._cholesky().to(phi.dtype)
-        flat = phi.reshape(-1, phi.shape[-1])
-        root = torch.linalg.solve_triangular(chol, flat.T, upper=False).T
-        return root.reshape(phi.shape)
+        """`... x q x L` root ``R = Phi L^{-T}`` with ``R R^T = Phi Sigma Phi^T`` (one GEMM)."""
+        return phi @ self._cached("root").to(phi.dtype)
+
+    def predictive_variance(self, phi: Tensor) -> Tensor:
+        """`...` variances ``diag(Phi Sigma Phi^T) = rowsum((Phi Sigma) * Phi)`` (one GEMM)."""
+        sigma = self.covariance.to(phi.dtype)
+        return ((phi @ sigma) * phi).sum(-1).clamp_min(0.0)
 
     def predictive(self, phi: Tensor) -> tuple[Tensor, Tensor]:
         """Predictive mean `...` and variance `...` of ``f`` at `... x L` features."""
-        return self(phi), self.covariance_root(phi).pow(2).sum(-1)
+        return self(phi), self.predictive_variance(phi)
 
     def posterior(self, phi: Tensor) -> MultivariateNormal:
         """Joint posterior of ``f`` at `batch_shape x q x L` features (low-rank covariance)."""

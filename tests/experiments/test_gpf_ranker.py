@@ -44,8 +44,9 @@ def _config(tmp_path: Path) -> dict:
             "mc_dropout": {"num_samples": 4},
             "ensemble": {"num_members": 2},
             "sngp": {"num_features": 32},
-            "gpf": {"num_features": 32, "gamma": 2.0},
+            "gpf": {"num_features": 32, "gamma": [1.0, 2.0], "lr": 1e-2},
         },
+        "calibration": {"mean_field_factors": [0.0, 1.0], "temperature": True},
         "output": {"folder": "out"},
     }
 
@@ -54,7 +55,7 @@ def test_tiny_pipeline_end_to_end(tmp_path: Path) -> None:
     config = _config(tmp_path)
     config_path = tmp_path / "tiny.toml"
     result = run(config, config_path=config_path, seeds=2, smoke=False)
-    assert list(result.values) == list(HEADS)
+    assert list(result.values) == [row for h in HEADS for row in (h, f"{h}+T")]
     for head, measures in result.values.items():
         assert set(measures) == {"R10@1", "MAP", "MRR", "accuracy", "ECE", "Brier", "NLL"}
         for name, values in measures.items():
@@ -62,6 +63,17 @@ def test_tiny_pipeline_end_to_end(tmp_path: Path) -> None:
             assert all(0.0 <= v <= (10.0 if name == "NLL" else 1.0) for v in values)
         # one relevant candidate per list: AP equals RR
         assert measures["MAP"] == pytest.approx(measures["MRR"], abs=1e-12)
+    selected = result.extra["selected on validation"]
+    for seed in (0, 1):
+        assert selected[f"gpf (seed {seed})"]["gamma"] in (1.0, 2.0)
+        assert selected[f"gpf (seed {seed})"]["lambda"] in (0.0, 1.0)
+        assert selected[f"deterministic (seed {seed})"]["T"] == 1.0
+        assert selected[f"sngp (seed {seed})"]["epochs"] in (1.0, 3.0)
+        assert 0.05 <= selected[f"ensemble+T (seed {seed})"]["T"] <= 20.0
+        # the +T family can only lower the validation NLL of the same checkpoints
+        for head in HEADS:
+            plain = selected[f"{head} (seed {seed})"]["val NLL"]
+            assert selected[f"{head}+T (seed {seed})"]["val NLL"] <= plain + 1e-12
     saved = json.loads((tmp_path / "out" / "tiny.json").read_text())
     assert saved["values"] == result.values
     assert (tmp_path / "out" / "tiny_reliability.png").stat().st_size > 1000
@@ -96,11 +108,29 @@ def test_bad_config_raises(tmp_path: Path) -> None:
     config["data"]["test"] = "trec:test"
     with pytest.raises(InputDataError, match="dataset:split"):
         run(config, config_path=tmp_path / "c.toml", seeds=1, smoke=True)
+    config = _config(tmp_path)
+    config["heads"]["gpf"]["gamma"] = [0.0, 2.0]
+    with pytest.raises(InputDataError, match="gamma"):
+        run(config, config_path=tmp_path / "c.toml", seeds=1, smoke=False)
 
 
 def test_smoke_mode_runs_small_and_writes_nothing(tmp_path: Path) -> None:
     config = _config(tmp_path)
     result = run(config, config_path=tmp_path / "smoke.toml", seeds=1, smoke=True)
-    assert list(result.values) == list(HEADS)
+    assert [r for r in result.values if not r.endswith("+T")] == list(HEADS)
     assert all(len(v) == 1 for m in result.values.values() for v in m.values())
     assert not (tmp_path / "out").exists()
+
+
+def test_demo_section_writes_a_reliability_diagram(tmp_path: Path) -> None:
+    from probrank.experiments.gpf_ranker import demo_section
+
+    markdown, results = demo_section(tmp_path, seed=0, quick=True)
+    png = Path(results["reliability_png"])
+    assert png.parent == tmp_path and png.stat().st_size > 1000
+    assert png.name in markdown and "| shifted test | gpf |" in markdown
+    for split in ("in-domain test", "shifted test"):
+        for head in ("deterministic", "gpf"):
+            values = results[split][head]
+            assert 0 <= values["ECE"] <= 1 and 0 <= values["accuracy"] <= 1
+    assert results["selected"]["gpf"]["gamma"] in (1.0, 2.0)

@@ -37,7 +37,9 @@ def test_focal_gradient_is_correct() -> None:
 
 
 def test_bad_options_raise() -> None:
-    with pytest.raises(InputDataError, match="gamma"):
-        make_loss("focal", gamma=-1.0)
+    for gamma in (-1.0, 0.0, 0.9):
+        with pytest.raises(InputDataError, match="gamma"):
+            make_loss("focal", gamma=gamma)
+    make_loss("focal", gamma=1.0)
     with pytest.raises(InputDataError, match="loss"):
         make_loss("hinge")

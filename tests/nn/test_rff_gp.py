@@ -7,6 +7,7 @@ import pytest
 import torch
 from linear_operator.operators import RootLinearOperator
 
+from probrank.exceptions import InputDataError
 from probrank.nn.rff_gp import (
     LaplaceLinear,
     RandomFourierFeatures,
@@ -103,7 +104,10 @@ def test_bernoulli_precision_is_the_logistic_hessian() -> None:
     torch.testing.assert_close(layer.precision, hessian, rtol=1e-10, atol=1e-10)
 
 
-def test_momentum_precision_approaches_exact_on_stationary_features() -> None:
+@pytest.mark.parametrize("momentum", [0.99, 0.999])
+def test_momentum_precision_approaches_exact_on_stationary_features(momentum: float) -> None:
+    # the default momentum 0.999 included: the bias correction makes the running estimate a
+    # weighted mean of unbiased batch estimates from the first step on
     n, width, batch = 512, 6, 64
     layer = LaplaceLinear(width).double()
     with torch.no_grad():
@@ -114,15 +118,71 @@ def test_momentum_precision_approaches_exact_on_stationary_features() -> None:
     layer.reset_precision()
     generator = torch.Generator().manual_seed(0)
     errors = []
-    for step in range(1000):
+    for step in range(400):
         rows = torch.randint(0, n, (batch,), generator=generator)
-        layer.momentum_update(phi[rows], momentum=0.99, num_data=n)
-        if step in (50, 999):
+        layer.momentum_update(phi[rows], momentum=momentum, num_data=n)
+        if step in (0, 399):
             errors.append(
                 float(torch.linalg.norm(layer.precision - exact) / torch.linalg.norm(exact))
             )
-    assert errors[1] < errors[0]
-    assert errors[1] < 0.05
+    # without the bias correction the data part would hold only 1 - m^400 of the exact one
+    # (33% at m = 0.999); with it, one batch of 64 of 512 rows is already unbiased (error ~0.3)
+    assert errors[0] < 0.5
+    assert errors[1] < 0.05 < errors[0]
+
+
+def test_paper_momentum_form_is_eq5_from_the_prior() -> None:
+    width, prior, momentum = 4, 2.0, 0.9
+    layer = LaplaceLinear(width, prior_precision=prior).double()
+    with torch.no_grad():
+        layer.beta.copy_(torch.randn(width, dtype=torch.float64))
+    batches = [torch.randn(8, width, dtype=torch.float64) for _ in range(3)]
+    expected = prior * torch.eye(width, dtype=torch.float64)
+    for phi in batches:
+        p = torch.sigmoid(layer(phi)).detach()
+        batch_sum = (phi * (p * (1 - p)).unsqueeze(-1)).T @ phi
+        expected = momentum * expected + (1 - momentum) * batch_sum
+        layer.momentum_update(phi, momentum, num_data=1000, form="paper")
+    torch.testing.assert_close(layer.precision, expected, rtol=1e-12, atol=1e-12)
+    with pytest.raises(InputDataError, match="form"):
+        layer.momentum_update(batches[0], momentum, form="corrected")
+    with pytest.raises(InputDataError, match="momentum"):
+        layer.accumulate_precision(batches[0])
+
+
+def test_gemm_variance_equals_the_triangular_solve_variance() -> None:
+    generator = torch.Generator().manual_seed(1)
+    layer = LaplaceLinear(300).double()
+    train = torch.randn(2000, 300, generator=generator, dtype=torch.float64) / 300**0.5
+    layer.accumulate_precision(train)
+    phi = torch.randn(5, 40, 300, generator=generator, dtype=torch.float64) / 300**0.5
+    chol = torch.linalg.cholesky(layer.precision)
+    flat = phi.reshape(-1, 300)
+    solve_root = torch.linalg.solve_triangular(chol, flat.T, upper=False).T
+    reference = solve_root.pow(2).sum(-1).reshape(5, 40)
+    mean, variance = layer.predictive(phi)
+    torch.testing.assert_close(variance, reference, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(
+        layer.covariance_root(phi), solve_root.reshape(phi.shape), rtol=1e-10, atol=1e-10
+    )
+    torch.testing.assert_close(mean, phi @ layer.beta.detach(), rtol=1e-12, atol=1e-12)
+
+
+def test_cached_covariance_follows_precision_changes_and_state_dicts() -> None:
+    layer = LaplaceLinear(5).double()
+    phi = torch.randn(30, 5, dtype=torch.float64)
+    first = layer.covariance.clone()  # prior only
+    torch.testing.assert_close(first, torch.eye(5, dtype=torch.float64), rtol=0, atol=1e-14)
+    layer.accumulate_precision(phi)
+    torch.testing.assert_close(
+        layer.covariance, torch.linalg.inv(layer.precision), rtol=1e-10, atol=1e-12
+    )
+    state = {k: v.clone() for k, v in layer.state_dict().items()}
+    state["precision_cholesky"] = torch.zeros(0)  # as saved before the cache existed
+    fresh = LaplaceLinear(5).double()
+    _ = fresh.covariance  # a stale cache that loading must drop
+    fresh.load_state_dict(state)
+    torch.testing.assert_close(fresh.covariance, layer.covariance, rtol=0, atol=0)
 
 
 def test_candidate_posterior_covariance_is_phi_sigma_phi() -> None:
