@@ -138,4 +138,16 @@ def test_demo_writes_report(tmp_path, capsys):
     results = json.loads((tmp_path / "demo" / "results.json").read_text())
     ap = {name: row["AP"] for name, row in results["evaluation"].items()}
     assert ap["synth1"] > ap["synth4"]  # generated run quality shows in AP
+    for section in ("fusion", "calibration", "multitask", "interactive"):
+        assert section in results and "![" in report
+    for figure in (
+        "evaluation.png",
+        "qlfusion.png",
+        "gpf_reliability.png",
+        "multitask.png",
+        "interactive_accuracy.png",
+    ):
+        png = tmp_path / "demo" / figure
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", figure
+        assert f"({figure})" in report  # linked from the report
     assert "Report written to" in capsys.readouterr().out

@@ -12,6 +12,7 @@ from probrank.experiments.results import format_table
 
 __all__ = [
     "SECTIONS",
+    "calibration_section",
     "evaluation_section",
     "fusion_section",
     "interactive_section",
@@ -73,6 +74,18 @@ def fusion_section(ctx: DemoContext) -> str:
     )
 
 
+def calibration_section(ctx: DemoContext) -> str:
+    """Deterministic vs GPF relevance heads on generated features: calibration in and out of
+    domain, with a reliability diagram."""
+    from probrank.experiments.gpf_ranker import demo_section
+
+    markdown, results = demo_section(ctx.output_dir, seed=ctx.seed, quick=ctx.quick)
+    markdown = markdown.replace("### ", "## ", 1)
+    ctx.figures.append("gpf_reliability.png")
+    ctx.results["calibration"] = results
+    return markdown
+
+
 def multitask_section(ctx: DemoContext) -> str:
     """The MEDIQA-style multi-task filter + re-rank head on generated answer lists."""
     from probrank.experiments.mediqa_demo import demo_section
@@ -96,6 +109,7 @@ def interactive_section(ctx: DemoContext) -> str:
 SECTIONS: list[tuple[str, Callable[[DemoContext], str]]] = [
     ("evaluation", evaluation_section),
     ("fusion", fusion_section),
+    ("calibration", calibration_section),
     ("multitask", multitask_section),
     ("interactive", interactive_section),
 ]

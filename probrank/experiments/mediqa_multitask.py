@@ -240,7 +240,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     """The MEDIQA protocol; see the module docstring. ``smoke`` uses a few questions."""
     model_cfg = dict(config.get("model", {}))
     eval_cfg, out_cfg = config.get("evaluation", {}), config.get("output", {})
-    data: MediqaData = build_mediqa_data(config, smoke=smoke)
+    data: MediqaData = build_mediqa_data(config, smoke=smoke, config_path=config_path)
     train, val, test = (data.features[s] for s in ("train", "validation", "test"))
     weights = [float(w) for w in model_cfg.get("ranking_weights", [0.6, 0.75, 0.9])]
     if smoke:
