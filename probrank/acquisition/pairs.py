@@ -13,7 +13,6 @@ that has been asked in either order is never offered again.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -23,6 +22,7 @@ from torch import Tensor
 from torch.distributions import MultivariateNormal as TorchMultivariateNormal
 
 from probrank.exceptions import InputDataError
+from probrank.posteriors.indices import candidate_index
 
 __all__ = [
     "ExhaustedPairsError",
@@ -132,23 +132,6 @@ def normalize_asked(asked: Iterable[tuple[int, int]], n: int) -> frozenset[tuple
             raise InputDataError(f"an asked pair must name two different candidates, got {pair!r}")
         pairs.add((min(i, j), max(i, j)))
     return frozenset(pairs)
-
-
-def candidate_index(value: object, n: int) -> int:
-    """``value`` as a candidate index in ``[0, n)`` (ints, numpy ints, integer 0-d tensors).
-
-    Raises:
-        InputDataError: Not an integer (bools and floats are refused) or out of range.
-    """
-    if isinstance(value, bool):
-        raise InputDataError(f"candidate index must be an integer, got {value!r}")
-    try:
-        result = operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise InputDataError(f"candidate index must be an integer, got {value!r}") from None
-    if not 0 <= result < n:
-        raise InputDataError(f"candidate index {result} out of range for {n} candidates")
-    return result
 
 
 def unasked_matrix(n: int, asked: frozenset[tuple[int, int]]) -> Tensor:

@@ -23,7 +23,6 @@ float64 and is deterministic: the same judgements in any order give the same pos
 from __future__ import annotations
 
 import math
-import operator
 import warnings
 from enum import Enum
 
@@ -34,6 +33,7 @@ from torch import Tensor
 
 from probrank._options import parse_enum
 from probrank.exceptions import ConvergenceWarning, InputDataError
+from probrank.posteriors.indices import candidate_index, judgement
 
 __all__ = ["BradleyTerryLaplace", "Link", "candidate_index", "rbf_kernel"]
 
@@ -58,23 +58,6 @@ def _log_likelihood_terms(z: Tensor, link: Link) -> tuple[Tensor, Tensor, Tensor
     log_lik = torch.special.log_ndtr(z)
     grad = torch.exp(-0.5 * z * z - _LOG_SQRT_2PI - log_lik)
     return log_lik, grad, grad * (z + grad)
-
-
-def candidate_index(value: object, n: int) -> int:
-    """``value`` as a candidate index in ``[0, n)`` (ints, numpy ints, integer 0-d tensors).
-
-    Raises:
-        InputDataError: Not an integer (bools and floats are refused) or out of range.
-    """
-    if isinstance(value, bool):
-        raise InputDataError(f"candidate index must be an integer, got {value!r}")
-    try:
-        result = operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise InputDataError(f"candidate index must be an integer, got {value!r}") from None
-    if not 0 <= result < n:
-        raise InputDataError(f"candidate index {result} out of range for {n} candidates")
-    return result
 
 
 def rbf_kernel(
@@ -219,11 +202,7 @@ class BradleyTerryLaplace:
         Raises:
             InputDataError: Indices out of range or equal.
         """
-        w = candidate_index(winner, self.num_candidates)
-        loser_index = candidate_index(loser, self.num_candidates)
-        if w == loser_index:
-            raise InputDataError(f"winner and loser must differ, got {w} twice")
-        self._comparisons.append((w, loser_index))
+        self._comparisons.append(judgement(winner, loser, self.num_candidates))
         self._mode, self._covariance = self._laplace()
 
     def predictive(

@@ -35,8 +35,8 @@ from torch import Tensor
 
 from probrank.exceptions import InputDataError
 from probrank.nn.siamese import PairFitOptions, SiameseUtilityNet, fit_pairs
-from probrank.posteriors.bradley_terry import candidate_index
 from probrank.posteriors.candidate import jittered_sample_mvn
+from probrank.posteriors.indices import judgement
 from probrank.posteriors.model import UtilityModel
 
 __all__ = [
@@ -194,11 +194,7 @@ class CandidateSetPosterior(ABC):
         Raises:
             InputDataError: Indices out of range or equal.
         """
-        w = candidate_index(winner, self.num_candidates)
-        loser_index = candidate_index(loser, self.num_candidates)
-        if w == loser_index:
-            raise InputDataError(f"winner and loser must differ, got {w} twice")
-        self._comparisons.append((w, loser_index))
+        self._comparisons.append(judgement(winner, loser, self.num_candidates))
         self._condition()
         self._cached = None
 
