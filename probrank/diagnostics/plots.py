@@ -38,10 +38,8 @@ __all__ = [
 
 
 def _pyplot() -> Any:
-    import matplotlib
-
-    if not os.environ.get("MPLBACKEND") and "inline" not in str(matplotlib.get_backend()):
-        matplotlib.use("Agg", force=False)
+    # The user's backend is left alone (a notebook's inline or widget backend keeps working);
+    # without a display matplotlib itself falls back to Agg.
     import matplotlib.pyplot as plt
 
     return plt

@@ -198,11 +198,8 @@ def plot_reliability_diagram(
     Returns:
         The axes.
     """
-    import matplotlib
-
     if ax is None:
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # the user's backend is left alone
 
         _, ax = plt.subplots(figsize=(4.5, 4.5))
     if isinstance(curves, ReliabilityCurve):

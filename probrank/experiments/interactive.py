@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 
 from probrank._options import parse_enum
 from probrank.acquisition.select import Strategy
+from probrank.encoders.cache import resolve_cache_dir
 from probrank.exceptions import InputDataError
 from probrank.experiments.interactive_data import (
     Dataset,
@@ -61,6 +62,7 @@ __all__ = [
     "Cell",
     "CellResult",
     "ExperimentData",
+    "encoder_cache_dir",
     "load_experiment_data",
     "run",
     "run_cell",
@@ -180,11 +182,14 @@ def load_experiment_data(
     encoder_options: dict[str, Any] | None = None,
     max_questions: int | None = None,
     data_folder: str | None = None,
+    config_path: str | Path | None = None,
 ) -> ExperimentData:
     """Evaluation questions of ``dataset:split`` and the MEDIQA train/validation warm-start data.
 
     ``dataset = "synthetic"`` generates everything (:mod:`interactive_synthetic`), with
-    ``split`` ignored.
+    ``split`` ignored. A relative encoder ``cache_dir`` is resolved against the project root of
+    ``config_path`` (:func:`~probrank.encoders.cache.resolve_cache_dir`), else against the
+    working directory, so a config finds the same cache from any folder.
 
     Raises:
         InputDataError: Unknown data set or split, or missing data.
@@ -207,7 +212,8 @@ def load_experiment_data(
     lists = load_lists(kind, split, folder=data_folder)  # validates the split before encoding
     if max_questions:
         lists = lists[:max_questions]
-    encoder = build_encoder(encoder_options)
+    cache = encoder_cache_dir(encoder_options, config_path)
+    encoder = build_encoder({**(encoder_options or {}), "cache_dir": cache})
     questions = prepare_questions(lists, encode_lists(encoder, lists))
 
     def mediqa() -> tuple[Blocks, Blocks]:
@@ -217,8 +223,21 @@ def load_experiment_data(
             blocks.append((encode_lists(encoder, items), [tuple(item.grades) for item in items]))
         return blocks[0], blocks[1]
 
-    cache = Path((encoder_options or {}).get("cache_dir", ".probrank-cache"))
     return ExperimentData(questions, mediqa, options, cache)
+
+
+def encoder_cache_dir(
+    encoder_options: dict[str, Any] | None, config_path: str | Path | None
+) -> Path | None:
+    """The absolute encoder-cache folder of an ``[encoder]`` table (``None``: no cache).
+
+    A relative ``cache_dir`` (default ``.probrank-cache``) is resolved against the project root
+    of ``config_path`` when one is given, else against the working directory.
+    """
+    configured = (encoder_options or {}).get("cache_dir", ".probrank-cache")
+    if config_path is not None:
+        return resolve_cache_dir(configured, config_path)
+    return Path(configured).expanduser().absolute() if configured else None
 
 
 def user_seed(seed: int, qid: str) -> int:
@@ -331,6 +350,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         options=options,
         encoder_options=config.get("encoder"),
         max_questions=4 if smoke else limit,
+        config_path=config_path,
     )
     if "tune" in config:
         return run_tuning(data, config, options, seeds=seeds, smoke=smoke, path=config_path)

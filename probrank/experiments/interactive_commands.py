@@ -76,6 +76,7 @@ def interactive_command(
         options=options,
         encoder_options={**cfg.get("encoder", {}), "show_progress": progress},
         max_questions=max_questions,
+        config_path=config or None,
     )
     result = run_cell(source, cell, seeds=seeds, rounds=rounds, options=options, progress=progress)
     shown = [r for r in range(rounds + 1) if r in REPORTED_ROUNDS or r == rounds]
@@ -140,6 +141,7 @@ def human_session(
         "test",
         options=InteractiveOptions.from_config(cfg),
         encoder_options=cfg.get("encoder"),
+        config_path=config or None,
     )
     chosen = [q for q in source.questions if q.qid == question]
     if not chosen:

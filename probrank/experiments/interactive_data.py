@@ -138,19 +138,20 @@ def build_encoder(options: dict[str, Any] | None = None, *, cache_dir: str | Pat
         options: ``name_or_path``, ``pooling``, ``max_length``, ``batch_size``, ``cache_dir``,
             ``show_progress`` (the ``[encoder]`` table of a config).
         cache_dir: Overrides ``options["cache_dir"]`` (default ``.probrank-cache`` in the
-            working directory).
+            working directory; ``None`` in ``options`` or ``""`` disables the cache).
     """
     from probrank.encoders.transformer import TransformerEncoder
 
     options = dict(options or {})
-    folder = Path(cache_dir or options.get("cache_dir", ".probrank-cache"))
+    configured = cache_dir or options.get("cache_dir", ".probrank-cache")
+    folder = Path(configured).expanduser().absolute() if configured else None
     return TransformerEncoder(
         options.get("name_or_path") or None,
         mode="bi",
         pooling=options.get("pooling", "mean"),
         max_length=int(options.get("max_length", 256)),
         batch_size=int(options.get("batch_size", 32)),
-        cache_dir=folder if folder.is_absolute() else Path.cwd() / folder,
+        cache_dir=folder,
         show_progress=bool(options.get("show_progress", True)),
     )
 

@@ -105,3 +105,26 @@ def test_reliability_diagram_draws(tmp_path):
     ax.figure.savefig(tmp_path / "r.png")
     assert (tmp_path / "r.png").stat().st_size > 1000
     assert "ECE" in ax.get_legend().get_texts()[1].get_text()
+
+
+def test_plots_leave_the_users_matplotlib_backend_alone():
+    # A notebook's inline or widget backend must survive a plot call; run in a fresh
+    # interpreter so that this process's Agg backend does not decide the outcome.
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import matplotlib; matplotlib.use('svg');"
+        "import numpy as np;"
+        "from probrank.evaluation import plot_reliability_diagram, reliability_curve;"
+        "p = np.linspace(0.05, 0.95, 50); y = (p > 0.5).astype(int);"
+        "plot_reliability_diagram(reliability_curve(p, y));"
+        "from probrank.diagnostics.plots import _pyplot; _pyplot();"
+        "print(matplotlib.get_backend())"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.strip() == "svg"

@@ -187,3 +187,22 @@ def test_cli_on_two_liveqa_questions(
     assert code == 0
     summary = json.loads(out)
     assert len(summary["accuracy"]) == 2
+
+
+def test_encoder_cache_dir_follows_the_config_not_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from probrank.experiments.interactive import encoder_cache_dir
+
+    project = tmp_path / "project"
+    (project / "models" / "x").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    config = project / "models" / "x" / "c.toml"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert encoder_cache_dir({}, config) == project / ".probrank-cache"
+    assert encoder_cache_dir({"cache_dir": "c"}, config) == project / "c"
+    assert encoder_cache_dir({"cache_dir": str(tmp_path / "abs")}, config) == tmp_path / "abs"
+    assert encoder_cache_dir({"cache_dir": ""}, config) is None
+    assert encoder_cache_dir(None, None) == elsewhere / ".probrank-cache"
