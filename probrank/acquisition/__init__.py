@@ -11,7 +11,12 @@ from probrank.acquisition.eubo import (
     eubo_matrix,
     expected_utility_of_best_option,
 )
-from probrank.acquisition.pairs import ExhaustedPairsError, JointGaussian, joint_gaussian
+from probrank.acquisition.pairs import (
+    ExhaustedPairsError,
+    JointGaussian,
+    OpenPairStrategy,
+    joint_gaussian,
+)
 from probrank.acquisition.positive_part import expected_positive_part, log_expected_positive_part
 from probrank.acquisition.random_pair import RandomPair
 from probrank.acquisition.select import (
@@ -30,6 +35,7 @@ __all__ = [
     "ExpectedImprovementPair",
     "ExpectedUtilityOfBestOption",
     "JointGaussian",
+    "OpenPairStrategy",
     "PairStrategy",
     "RandomPair",
     "Strategy",

@@ -21,16 +21,13 @@ and a lower mean), the one with the highest mean is taken. The pair is returned 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import torch
 from torch import Tensor
 
 from probrank.acquisition.pairs import (
     JointGaussian,
+    OpenPairStrategy,
     joint_gaussian,
-    normalize_asked,
-    unasked_matrix,
 )
 from probrank.acquisition.positive_part import expected_positive_part, log_expected_positive_part
 
@@ -66,30 +63,14 @@ def expected_improvement(posterior: object, best: int | None = None) -> tuple[in
     return best, ei
 
 
-class ExpectedImprovementPair:
+class ExpectedImprovementPair(OpenPairStrategy):
     """Ask about the incumbent (best posterior mean) against its maximal-EI challenger."""
 
-    def __call__(
-        self,
-        posterior: object,
-        asked: Iterable[tuple[int, int]] = (),
-        generator: torch.Generator | None = None,
+    def choose(
+        self, gaussian: JointGaussian, open_pairs: Tensor, generator: torch.Generator | None
     ) -> tuple[int, int]:
-        """Select ``(x*, x)``.
-
-        Args:
-            posterior: Joint posterior over `n` candidates.
-            asked: Unordered pairs asked already.
-            generator: Unused (the rule is deterministic).
-
-        Raises:
-            ExhaustedPairsError: Every pair has been asked.
-        """
-        gaussian = joint_gaussian(posterior)
-        n = gaussian.num_candidates
-        open_pairs = unasked_matrix(n, normalize_asked(asked, n))
-        has_partner = open_pairs.any(dim=1)
-        keyed_mean = gaussian.mean.masked_fill(~has_partner, float("-inf"))
+        """``(x*, x)``: the best-by-mean candidate with an open pair, its maximal-EI partner."""
+        keyed_mean = gaussian.mean.masked_fill(~open_pairs.any(dim=1), float("-inf"))
         best = int(torch.argmax(keyed_mean).item())
         mu, sigma = _difference_moments(gaussian, best)
         partners = open_pairs[best]
@@ -98,6 +79,3 @@ class ExpectedImprovementPair:
             scores = mu.masked_fill(~partners, float("-inf"))
         challenger = int(torch.argmax(scores).item())
         return best, challenger
-
-    def __repr__(self) -> str:
-        return "ExpectedImprovementPair()"

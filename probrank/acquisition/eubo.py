@@ -15,17 +15,15 @@ candidates, 1,225 pairs), never one posterior per pair.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import torch
 from torch import Tensor
 
 from probrank.acquisition.pairs import (
+    JointGaussian,
+    OpenPairStrategy,
     best_open_pair,
     joint_gaussian,
-    normalize_asked,
     strict_upper,
-    unasked_matrix,
 )
 from probrank.acquisition.positive_part import expected_positive_part
 
@@ -65,32 +63,14 @@ def expected_utility_of_best_option(posterior: object) -> Tensor:
     return eubo_matrix(gaussian.mean, gaussian.covariance)
 
 
-class ExpectedUtilityOfBestOption:
+class ExpectedUtilityOfBestOption(OpenPairStrategy):
     """Ask about the unasked pair with the highest EUBO; returns ``(i, j)`` with ``i < j``.
 
     Ties go to the first pair in row-major order.
     """
 
-    def __call__(
-        self,
-        posterior: object,
-        asked: Iterable[tuple[int, int]] = (),
-        generator: torch.Generator | None = None,
+    def choose(
+        self, gaussian: JointGaussian, open_pairs: Tensor, generator: torch.Generator | None
     ) -> tuple[int, int]:
-        """Select the pair.
-
-        Args:
-            posterior: Joint posterior over `n` candidates.
-            asked: Unordered pairs asked already.
-            generator: Unused (the rule is deterministic).
-
-        Raises:
-            ExhaustedPairsError: Every pair has been asked.
-        """
-        gaussian = joint_gaussian(posterior)
-        n = gaussian.num_candidates
-        open_pairs = unasked_matrix(n, normalize_asked(asked, n))
+        """The open pair with the largest ``E[max(f_a, f_b)]``."""
         return best_open_pair(eubo_matrix(gaussian.mean, gaussian.covariance), open_pairs)
-
-    def __repr__(self) -> str:
-        return "ExpectedUtilityOfBestOption()"

@@ -13,6 +13,7 @@ that has been asked in either order is never offered again.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ from probrank.posteriors.indices import candidate_index
 __all__ = [
     "ExhaustedPairsError",
     "JointGaussian",
+    "OpenPairStrategy",
     "best_open_pair",
     "candidate_index",
     "joint_gaussian",
@@ -179,3 +181,46 @@ def best_open_pair(scores: Tensor, open_pairs: Tensor) -> tuple[int, int]:
     if not bool(upper[i, j]):  # every open score is -inf or NaN: fall back to the first open pair
         i, j = (int(v) for v in upper.nonzero()[0])
     return i, j
+
+
+class OpenPairStrategy(ABC):
+    """Base of the built-in strategies: read the posterior and the open pairs once, then pick.
+
+    Subclasses implement :meth:`choose` on the validated :class:`JointGaussian` and the open
+    pairs; calling the strategy (the :class:`~probrank.acquisition.select.PairStrategy`
+    protocol) does the shared reading and validation.
+    """
+
+    def __call__(
+        self,
+        posterior: object,
+        asked: Iterable[tuple[int, int]] = (),
+        generator: torch.Generator | None = None,
+    ) -> tuple[int, int]:
+        """Select the next pair.
+
+        Args:
+            posterior: Joint posterior over `n` candidates (see :func:`joint_gaussian`).
+            asked: Unordered pairs asked already.
+            generator: Source of any randomness (the global RNG when None; deterministic
+                rules ignore it).
+
+        Returns:
+            Two distinct candidate indices whose pair has not been asked.
+
+        Raises:
+            ExhaustedPairsError: Every pair has been asked.
+        """
+        gaussian = joint_gaussian(posterior)
+        n = gaussian.num_candidates
+        return self.choose(gaussian, unasked_matrix(n, normalize_asked(asked, n)), generator)
+
+    @abstractmethod
+    def choose(
+        self, gaussian: JointGaussian, open_pairs: Tensor, generator: torch.Generator | None
+    ) -> tuple[int, int]:
+        """The pair to ask, given the `n` means, the `n x n` covariance and the `n x n` bool
+        matrix of open pairs (symmetric, at least one True)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

@@ -1,7 +1,9 @@
 """The pair-selection strategies by name, and :func:`select_pair`.
 
 A strategy is any callable ``(posterior, asked, generator) -> (i, j)`` (the
-:class:`PairStrategy` protocol); the built-in ones are registered under the members of
+:class:`PairStrategy` protocol); the built-in ones subclass
+:class:`~probrank.acquisition.pairs.OpenPairStrategy` (which reads the posterior and the open
+pairs once; a new rule implements only ``choose``) and are registered under the members of
 :class:`Strategy`. Every strategy scores pairs from one joint posterior over the question's
 candidates, never returns a pair asked before (in either order) and raises
 :class:`~probrank.acquisition.pairs.ExhaustedPairsError` when every pair has been asked.

@@ -11,16 +11,13 @@ before. The pair is returned in that order. Ties go to the lower index.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import torch
 from torch import Tensor
 
 from probrank.acquisition.pairs import (
     JointGaussian,
+    OpenPairStrategy,
     joint_gaussian,
-    normalize_asked,
-    unasked_matrix,
 )
 
 __all__ = ["ThompsonPair", "joint_draws"]
@@ -55,33 +52,16 @@ def _draws(gaussian: JointGaussian, num_draws: int, generator: torch.Generator |
     return gaussian.mean + z @ root.T
 
 
-class ThompsonPair:
+class ThompsonPair(OpenPairStrategy):
     """Ask about the winners of two independent joint posterior draws."""
 
-    def __call__(
-        self,
-        posterior: object,
-        asked: Iterable[tuple[int, int]] = (),
-        generator: torch.Generator | None = None,
+    def choose(
+        self, gaussian: JointGaussian, open_pairs: Tensor, generator: torch.Generator | None
     ) -> tuple[int, int]:
-        """Select the pair.
-
-        Args:
-            posterior: Joint posterior over `n` candidates.
-            asked: Unordered pairs asked already.
-            generator: Source of the draws (the global RNG when None).
-
-        Raises:
-            ExhaustedPairsError: Every pair has been asked.
-        """
-        gaussian = joint_gaussian(posterior)
-        n = gaussian.num_candidates
-        open_pairs = unasked_matrix(n, normalize_asked(asked, n))
+        """The argmax of one draw among candidates with an open pair, then the argmax of a
+        second draw among that candidate's open partners."""
         draws = _draws(gaussian, 2, generator)
         first_draw = draws[0].masked_fill(~open_pairs.any(dim=1), float("-inf"))
         first = int(torch.argmax(first_draw).item())
         second = int(torch.argmax(draws[1].masked_fill(~open_pairs[first], float("-inf"))).item())
         return first, second
-
-    def __repr__(self) -> str:
-        return "ThompsonPair()"

@@ -14,16 +14,13 @@ uncertainty), as in the paper.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import torch
 from torch import Tensor
 
 from probrank.acquisition.pairs import (
+    JointGaussian,
+    OpenPairStrategy,
     best_open_pair,
-    joint_gaussian,
-    normalize_asked,
-    unasked_matrix,
 )
 
 __all__ = ["UncertaintySampling", "uncertainty"]
@@ -41,30 +38,12 @@ def uncertainty(mean: Tensor) -> Tensor:
     return (torch.sigmoid(mean) - 0.5).abs()
 
 
-class UncertaintySampling:
+class UncertaintySampling(OpenPairStrategy):
     """Ask about the two most uncertain candidates whose pair is still open."""
 
-    def __call__(
-        self,
-        posterior: object,
-        asked: Iterable[tuple[int, int]] = (),
-        generator: torch.Generator | None = None,
+    def choose(
+        self, gaussian: JointGaussian, open_pairs: Tensor, generator: torch.Generator | None
     ) -> tuple[int, int]:
-        """Select the pair.
-
-        Args:
-            posterior: Joint posterior over `n` candidates (only its mean is used).
-            asked: Unordered pairs asked already.
-            generator: Unused (the rule is deterministic).
-
-        Raises:
-            ExhaustedPairsError: Every pair has been asked.
-        """
-        gaussian = joint_gaussian(posterior)
-        n = gaussian.num_candidates
-        open_pairs = unasked_matrix(n, normalize_asked(asked, n))
+        """The open pair minimising ``|p(a) - 0.5| + |p(b) - 0.5|`` (only the mean is used)."""
         distance = uncertainty(gaussian.mean)
         return best_open_pair(-(distance.unsqueeze(-1) + distance.unsqueeze(-2)), open_pairs)
-
-    def __repr__(self) -> str:
-        return "UncertaintySampling()"

@@ -12,7 +12,12 @@ from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
 
 from probrank.acquisition.ei import expected_improvement
-from probrank.acquisition.pairs import ExhaustedPairsError
+from probrank.acquisition.pairs import (
+    ExhaustedPairsError,
+    JointGaussian,
+    OpenPairStrategy,
+    best_open_pair,
+)
 from probrank.acquisition.select import STRATEGIES, Strategy, select_pair
 from probrank.acquisition.thompson import joint_draws
 from probrank.exceptions import InputDataError
@@ -188,6 +193,22 @@ def test_botorch_posterior_and_custom_strategies_are_accepted() -> None:
         return (0, 5)
 
     assert select_pair(posterior, [], first_open) == (0, 5)
+
+    class HighestVariancePair(OpenPairStrategy):
+        def choose(
+            self, gaussian: JointGaussian, open_pairs: torch.Tensor, generator: object
+        ) -> tuple[int, int]:
+            variance = torch.diagonal(gaussian.covariance)
+            return best_open_pair(variance.unsqueeze(-1) + variance.unsqueeze(-2), open_pairs)
+
+    # the base class validates the posterior and the asked pairs and hides asked pairs
+    top = torch.topk(torch.diagonal(posterior.covariance_matrix), 2).indices.sort().values
+    first = select_pair(posterior, [], HighestVariancePair())
+    assert first == tuple(int(i) for i in top)
+    assert select_pair(posterior, [first], HighestVariancePair()) != first
+    assert repr(HighestVariancePair()) == "HighestVariancePair()"
+    with pytest.raises(InputDataError, match="two different"):
+        select_pair(posterior, [(1, 1)], HighestVariancePair())
     # a BoTorch model's posterior for one `1 x q x 1` batch
     batched = FixedPosteriorModel(posterior).posterior(torch.arange(6.0).view(1, 6, 1).double())
     assert select_pair(batched, [], "eubo") == select_pair(posterior, [], "eubo")
