@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -13,10 +14,14 @@ import torch
 from probrank.data.paths import shared_data_dir
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _one_torch_thread() -> None:
-    """One intra-op thread per test process: pytest-xdist already runs one worker per core,
-    and oversubscribed cores made small linear algebra up to 80x slower on a busy machine."""
+@pytest.fixture(autouse=True)
+def _one_torch_thread() -> Iterator[None]:
+    """One intra-op thread in every test: pytest-xdist already runs one worker per core, and
+    oversubscribed cores made small linear algebra (``cholesky``, small ``matmul``) up to 80x
+    slower on a busy machine. Set per test, so that a test whose code changes the thread count
+    (an experiment's ``threads`` option) does not slow down the ones after it."""
+    torch.set_num_threads(1)
+    yield
     torch.set_num_threads(1)
 
 

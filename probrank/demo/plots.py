@@ -2,31 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-__all__ = ["bar_chart", "save_figure"]
+from probrank._files import save_figure
 
-
-def save_figure(figure: Any, path: Path, dpi: int = 120) -> Path:
-    """Write a matplotlib figure to ``path`` (temporary file + rename) and close it."""
-    import matplotlib.pyplot as plt
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, suffix=".png.tmp")
-    os.close(handle)
-    try:
-        figure.savefig(temp, dpi=dpi, bbox_inches="tight", format="png")
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    finally:
-        plt.close(figure)
-    return path
+__all__ = ["bar_chart", "save_figure"]  # save_figure: from probrank._files
 
 
 def bar_chart(

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from probrank._files import write_text_atomically
 from probrank.data.datasets.synthetic import SyntheticCollection, score_distribution_runs
 
 __all__ = ["DemoContext", "run_demo"]
@@ -40,13 +39,6 @@ class DemoContext:
         """Path of a PNG in the report folder, remembered for the summary."""
         self.figures.append(name)
         return self.output_dir / name
-
-
-def _write_text(path: Path, text: str) -> None:
-    handle, temp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        out.write(text)
-    os.replace(temp, path)
 
 
 def run_demo(output_dir: Path = Path("probrank-demo"), seed: int = 0, quick: bool = False) -> Path:
@@ -99,7 +91,7 @@ def run_demo(output_dir: Path = Path("probrank-demo"), seed: int = 0, quick: boo
         + f"; total {elapsed:.1f} s.\n"
     )
     report = output_dir / "report.md"
-    _write_text(report, "\n".join(parts))
-    _write_text(output_dir / "results.json", json.dumps(ctx.results, indent=2))
+    write_text_atomically(report, "\n".join(parts))
+    write_text_atomically(output_dir / "results.json", json.dumps(ctx.results, indent=2))
     print(f"Report written to {report} ({elapsed:.1f} s; figures: {', '.join(ctx.figures)})")
     return report

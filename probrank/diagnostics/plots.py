@@ -9,7 +9,6 @@ is imported when a plot is drawn, never at import.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from probrank._files import save_figure
 from probrank.diagnostics._data import flat_parameters, get_group
 from probrank.diagnostics.ppc import PPCResult
 from probrank.diagnostics.summary import summary
@@ -266,17 +266,4 @@ def save_posterior_summary(
         note += f", {table.attrs['divergences']} divergences"
     fig.suptitle(f"{title}\n{note}" if title else note, fontsize="medium")
     fig.tight_layout()
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=target.parent, suffix=".png")
-    os.close(handle)
-    try:
-        fig.savefig(temp, dpi=dpi, format="png")
-        os.chmod(temp, 0o644)
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    finally:
-        plt.close(fig)
-    return target
+    return save_figure(fig, path, dpi=dpi, tight=False)

@@ -9,13 +9,13 @@ the same cache at once at worst encode some texts twice.
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 from torch import Tensor
+
+from probrank._files import write_atomically
 
 __all__ = ["EmbeddingCache", "project_root", "resolve_cache_dir", "text_key"]
 
@@ -106,13 +106,6 @@ class EmbeddingCache:
             return
         values = values.detach().to("cpu", torch.float32).contiguous()
         self._load().update(zip(keys, values, strict=True))
-        self.folder.mkdir(parents=True, exist_ok=True)
         name = "shard-" + text_key(*keys)[:24] + ".pt"
-        handle, temp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
-        os.close(handle)
-        try:
-            torch.save({"keys": list(keys), "values": values}, temp)
-            os.replace(temp, self.folder / name)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        payload = {"keys": list(keys), "values": values}
+        write_atomically(self.folder / name, lambda temp: torch.save(payload, temp))

@@ -19,8 +19,6 @@ mode).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from probrank._files import save_figure, write_text_atomically
 from probrank.data.datasets.candidate_lists import CandidateList, num_pairs
 from probrank.data.paths import shared_data_dir
 from probrank.evaluation.calibration import (
@@ -176,19 +175,6 @@ def _gammas(options: dict[str, Any], name: str) -> list[float | None]:
     value = options.pop("gamma", 2.0)
     values = value if isinstance(value, list) else [value]
     return [check_focal_gamma(float(g)) for g in values]
-
-
-def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, suffix=path.suffix)
-    os.close(handle)
-    try:
-        write(temp)
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 def _encoder(enc: dict[str, Any], config: dict, config_path: Path) -> Any:
@@ -352,24 +338,14 @@ def _save(
         ax.set_ylabel("fraction relevant")
         ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    _atomic_write(
-        folder / f"{stem}_reliability.png", lambda p: fig.savefig(p, dpi=80, format="png")
-    )
-    plt.close(fig)
+    save_figure(fig, folder / f"{stem}_reliability.png", dpi=80, tight=False)
     payload = {
         "title": result.title,
         "values": result.values,
         "extra": result.extra,
         "notes": result.notes,
     }
-    _atomic_write(
-        folder / f"{stem}.json",
-        lambda p: _write_text(p, json.dumps(payload, indent=2) + "\n"),
-    )
-
-
-def _write_text(path: str, text: str) -> None:
-    Path(path).write_text(text, encoding="utf-8")
+    write_text_atomically(folder / f"{stem}.json", json.dumps(payload, indent=2) + "\n")
 
 
 def demo_section(output_dir: str | Path, seed: int = 0, quick: bool = True) -> tuple[str, dict]:

@@ -21,9 +21,7 @@ import hashlib
 import itertools
 import json
 import math
-import os
 import statistics
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +30,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from probrank._files import write_text_atomically
 from probrank._options import parse_enum
 from probrank.acquisition.select import Strategy
 from probrank.encoders.cache import resolve_cache_dir
@@ -380,14 +379,4 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
 
 def write_json_atomic(path: Path, payload: object) -> None:
     """Write ``payload`` as indented JSON through a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(payload, stream, indent=2, allow_nan=True)
-            stream.write("\n")
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_text_atomically(path, json.dumps(payload, indent=2, allow_nan=True) + "\n")

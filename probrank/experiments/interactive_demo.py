@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from probrank._files import save_figure
 from probrank.acquisition.select import Strategy
 from probrank.experiments.interactive import Cell, load_experiment_data, run_cell
 from probrank.experiments.interactive_models import InteractiveOptions, PosteriorKind
@@ -70,17 +70,7 @@ def demo_session(
     ax.legend(fontsize=8)
     fig.tight_layout()
     image = folder / "interactive_accuracy.png"
-    handle, temp = tempfile.mkstemp(dir=folder, suffix=".png")
-    os.close(handle)
-    try:
-        fig.savefig(temp, dpi=80, format="png")
-        os.chmod(temp, 0o644)
-        os.replace(temp, image)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    finally:
-        plt.close(fig)
+    save_figure(fig, image, dpi=80, tight=False)
     shown = [r for r in (0, 1, 2, 4, 10) if r <= rounds]
     lines = [
         "## Interactive answer selection (simulated user, t = 0.3)",

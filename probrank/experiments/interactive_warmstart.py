@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,6 +26,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from probrank._files import write_atomically
 from probrank.exceptions import InputDataError
 from probrank.inference.swag import SWAGCollector, SWAGPosterior
 from probrank.nn.siamese import (
@@ -280,14 +279,7 @@ def _save(cache_dir: str | Path | None, key: str, warm: WarmStart) -> None:
             "num_snapshots": warm.swag.num_snapshots,
             "scale": warm.swag.scale,
         }
-    handle, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    os.close(handle)
-    try:
-        torch.save(payload, temp)
-        os.replace(temp, folder / f"{key}.pt")
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_atomically(folder / f"{key}.pt", lambda temp: torch.save(payload, temp))
 
 
 def _load(

@@ -10,14 +10,13 @@ ECE of P(correct), and the Bayesian head's posterior utility spread.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from probrank._files import save_figure
 from probrank.evaluation.calibration import (
     expected_calibration_error,
     plot_reliability_diagram,
@@ -147,18 +146,7 @@ def demo_section(output_dir: Path, seed: int = 0, quick: bool = False) -> tuple[
         right.set_ylabel("posterior utility (mean ± 2 sd)")
         right.set_title("Bayesian head: utility against grade")
     figure.tight_layout()
-    output_dir.mkdir(parents=True, exist_ok=True)
-    path = output_dir / "multitask.png"
-    handle, temp = tempfile.mkstemp(dir=output_dir, suffix=".png.tmp")
-    os.close(handle)
-    try:
-        figure.savefig(temp, dpi=100, format="png")
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    finally:
-        plt.close(figure)
+    path = save_figure(figure, output_dir / "multitask.png", dpi=100, tight=False)
     table = format_table(
         "Multi-task head on generated answer lists (test questions)",
         {n: {m: f"{v:.4f}" for m, v in row.items()} for n, row in results.items()},

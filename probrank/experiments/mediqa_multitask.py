@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +33,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from probrank._files import save_figure, write_text_atomically
 from probrank.exceptions import InputDataError
 from probrank.experiments.mediqa_baselines import (
     chiqa,
@@ -184,19 +183,6 @@ def _json_ready(value: Any) -> Any:
     return value
 
 
-def _atomic_save(path: Path, write: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(handle)
-    try:
-        write(temp)
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
 def _save(
     result: ExperimentResult,
     probs: dict[str, np.ndarray],
@@ -221,8 +207,7 @@ def _save(
     ax.set_ylabel("fraction correct")
     figure.tight_layout()
     png = folder / f"{stem}_reliability.png"
-    _atomic_save(png, lambda p: figure.savefig(p, dpi=80, format="png"))
-    plt.close(figure)
+    save_figure(figure, png, dpi=80, tight=False)
     payload = {
         "title": result.title,
         "means": result.means(),
@@ -232,7 +217,7 @@ def _save(
     }
     text = json.dumps(_json_ready(payload), indent=2, allow_nan=False) + "\n"
     out = folder / f"{stem}.json"
-    _atomic_save(out, lambda p: Path(p).write_text(text, encoding="utf-8"))
+    write_text_atomically(out, text)
     return [out, png]
 
 

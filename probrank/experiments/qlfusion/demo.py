@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
+from probrank._files import save_figure
 from probrank.data.trec import Qrels, Run
 from probrank.evaluation.measures import evaluate
 from probrank.experiments.qlfusion.data import prepare_cv, weights_from_predictions
@@ -123,14 +123,4 @@ def _plot(
     right.set_xticks([j + 0.4 - width / 2 for j in range(len(measures))], measures)
     right.set(title="Fused runs (5-fold CV for QLFusion)", ylim=(0, 1))
     right.legend(fontsize=8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, suffix=".png.tmp")
-    os.close(handle)
-    try:
-        fig.savefig(temp, dpi=110, bbox_inches="tight", format="png")
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    finally:
-        plt.close(fig)
+    save_figure(fig, path, dpi=110)
