@@ -34,7 +34,7 @@ __all__ = [
     "mse_loss",
 ]
 
-Likelihood = Callable[[Tensor], dist.Distribution]
+Likelihood = Callable[[Tensor], dist.TorchDistribution]
 """A callable of latent logits `... x m` returning a distribution with batch shape `... x m`."""
 
 
@@ -60,7 +60,7 @@ def binomial_proportion(total_count: int | Tensor) -> Likelihood:
     """
     _check_count(total_count)
 
-    def likelihood(logits: Tensor) -> dist.Distribution:
+    def likelihood(logits: Tensor) -> dist.TorchDistribution:
         count = torch.as_tensor(total_count, dtype=logits.dtype, device=logits.device)
         return dist.Binomial(total_count=count.expand(logits.shape), logits=logits)
 
@@ -84,7 +84,7 @@ def beta_binomial_proportion(total_count: int | Tensor, concentration: float) ->
     if not concentration > 0:
         raise InputDataError(f"concentration must be positive, got {concentration}")
 
-    def likelihood(logits: Tensor) -> dist.Distribution:
+    def likelihood(logits: Tensor) -> dist.TorchDistribution:
         p_hat = torch.sigmoid(logits)
         count = torch.as_tensor(total_count, dtype=logits.dtype, device=logits.device)
         return dist.BetaBinomial(
@@ -118,7 +118,7 @@ def gaussian_proportion(total_count: int | Tensor, scale: float | None = None) -
         raise InputDataError(f"scale must be positive, got {scale}")
     noise = scale
 
-    def likelihood(logits: Tensor) -> dist.Distribution:
+    def likelihood(logits: Tensor) -> dist.TorchDistribution:
         count = torch.as_tensor(total_count, dtype=logits.dtype, device=logits.device)
         mean = count * torch.sigmoid(logits)
         return dist.Normal(mean, (count * noise).expand_as(mean))

@@ -36,6 +36,7 @@ from torch import Tensor, nn
 
 from probrank.exceptions import InputDataError
 from probrank.inference.svi import fit_svi
+from probrank.likelihoods.relevance import bradley_terry
 from probrank.nn.bayesian_linear import BayesianLinear
 
 __all__ = ["MultiTaskData", "MultiTaskNet", "fit_multitask", "predict_multitask"]
@@ -166,7 +167,7 @@ class MultiTaskNet(PyroModule):
         if m:
             diff = u[pairs[:, 0]] - u[pairs[:, 1]]
             with poutine.scale(scale=self.ranking_weight), pyro.plate("pairs", m):
-                pyro.sample("prefer", dist.Bernoulli(logits=diff), obs=torch.ones_like(diff))
+                pyro.sample("prefer", bradley_terry()(diff), obs=torch.ones_like(diff))
         return u
 
     def guide(self, features: Tensor, labels: Tensor, pairs: Tensor) -> None:
