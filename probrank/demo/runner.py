@@ -67,7 +67,7 @@ def run_demo(output_dir: Path = Path("probrank-demo"), seed: int = 0, quick: boo
     ctx = DemoContext(collection=collection, output_dir=output_dir, seed=seed, quick=quick)
     print(
         f"probrank demo: {len(SECTIONS)} sections on generated data "
-        f"({'quick' if quick else 'about 2 minutes on 2 CPU cores'}); report in {output_dir}/"
+        f"({'quick' if quick else 'under a minute on 2 CPU cores'}); report in {output_dir}/"
     )
     parts = [
         "# probrank demo report\n",
