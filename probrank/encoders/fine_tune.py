@@ -25,6 +25,8 @@ def fine_tune(
     labels: Tensor,
     *,
     loss: Callable[[Tensor, Tensor], Tensor] | None = None,
+    penalty: Callable[[], Tensor] | None = None,
+    on_epoch_end: Callable[[int], None] | None = None,
     epochs: int = 1,
     lr: float = 2e-5,
     head_lr: float = 1e-3,
@@ -40,6 +42,10 @@ def fine_tune(
         candidates: `n` candidate strings.
         labels: `n` 0/1 relevance labels.
         loss: ``loss(logits, labels)`` -> scalar; default binary cross-entropy with logits.
+        penalty: Added to every step's loss (e.g. a GP head's ``prior_penalty() / n``).
+        on_epoch_end: Called with the number of epochs done after each epoch, with encoder and
+            head in evaluation mode (e.g. to complete a Laplace posterior and score a
+            checkpoint); training resumes in training mode afterwards.
         epochs: Passes over the data.
         lr: Learning rate of the encoder.
         head_lr: Learning rate of the head.
@@ -70,11 +76,11 @@ def fine_tune(
     )
     generator = torch.Generator().manual_seed(seed)
     history = []
-    encoder.model.train()
-    head.train()
-    for _ in tqdm(
-        range(epochs), desc="fine-tuning", unit="epoch", disable=not encoder.show_progress
-    ):
+    steps = epochs * -(-n // batch_size)
+    bar = tqdm(total=steps, desc="fine-tuning", unit="step", disable=not encoder.show_progress)
+    for epoch in range(epochs):
+        encoder.model.train()
+        head.train()
         order = torch.randperm(n, generator=generator).tolist()
         total = 0.0
         for start in range(0, n, batch_size):
@@ -84,11 +90,18 @@ def fine_tune(
             )
             logits = head(features).reshape(-1)
             value = loss_fn(logits, labels[rows].to(logits))
+            if penalty is not None:
+                value = value + penalty()
             optimizer.zero_grad()
             value.backward()
             optimizer.step()
             total += float(value.detach()) * len(rows)
+            bar.update(1)
+            bar.set_postfix_str(f"epoch {epoch + 1}, loss {float(value.detach()):.3f}")
         history.append(total / max(n, 1))
-    encoder.model.eval()
-    head.eval()
+        encoder.model.eval()
+        head.eval()
+        if on_epoch_end is not None:
+            on_epoch_end(epoch + 1)
+    bar.close()
     return history

@@ -183,15 +183,22 @@ class TransformerEncoder(nn.Module):
         return self._pool(states, inputs["attention_mask"])
 
     def _run(self, first: Sequence[str], second: Sequence[str] | None, what: str) -> Tensor:
-        # A frozen encoder batches texts of similar length together (longest first), so that
-        # little time goes into padding; the rows are put back in input order at the end.
+        # Without gradients (a frozen encoder, or a fine-tuned one being evaluated) texts of
+        # similar length are batched together (longest first), so that little time goes into
+        # padding; the rows are put back in input order at the end.
         order = list(range(len(first)))
-        if self.freeze:
+        by_length = self.freeze or not torch.is_grad_enabled()
+        if by_length:
             lengths = [len(first[i]) + (0 if second is None else len(second[i])) for i in order]
             order.sort(key=lambda i: -lengths[i])
         chunks = []
         starts = range(0, len(first), self.batch_size)
-        bar = tqdm(starts, desc=f"encoding {what}", unit="batch", disable=not self.show_progress)
+        bar = tqdm(
+            starts,
+            desc=f"encoding {what}",
+            unit="batch",
+            disable=not self.show_progress or len(starts) <= 1,  # no bar per training step
+        )
         with torch.set_grad_enabled(not self.freeze and torch.is_grad_enabled()):
             for start in bar:
                 rows = order[start : start + self.batch_size]
@@ -204,7 +211,7 @@ class TransformerEncoder(nn.Module):
         if not chunks:
             return torch.zeros(0, self.hidden_size, device=self.device)
         stacked = torch.cat(chunks)
-        if self.freeze:
+        if by_length:
             inverse = torch.empty(len(order), dtype=torch.long)
             inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(len(order))
             stacked = stacked[inverse.to(stacked.device)]

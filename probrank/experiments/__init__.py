@@ -22,6 +22,7 @@ __all__ = ["PROTOCOLS", "ExperimentResult", "load_config", "run_experiment"]
 PROTOCOLS: dict[str, str] = {
     "qlfusion_cv": "probrank.experiments.qlfusion:run",
     "gpf_ranker": "probrank.experiments.gpf_ranker:run",
+    "gpf_finetune": "probrank.experiments.gpf_finetune:run",
     "mediqa_multitask": "probrank.experiments.mediqa_multitask:run",
     "interactive": "probrank.experiments.interactive:run",
 }

@@ -92,3 +92,38 @@ def test_fine_tune_updates_encoder_weights(tiny_bert: Path) -> None:
     frozen = TransformerEncoder(tiny_bert, show_progress=False)
     with pytest.raises(InputDataError, match="freeze=False"):
         fine_tune(frozen, head, QUERIES, CANDIDATES, labels)
+
+
+def test_fine_tune_adds_the_penalty_and_calls_back_in_evaluation_mode(tiny_bert: Path) -> None:
+    encoder = TransformerEncoder(tiny_bert, mode="cross", freeze=False, show_progress=False)
+    head = torch.nn.Sequential(torch.nn.Dropout(0.1), torch.nn.Linear(encoder.feature_dim, 1))
+    labels = torch.tensor([1.0, 0.0, 1.0])
+    seen: list[tuple[int, bool, bool]] = []
+
+    def callback(epochs: int) -> None:
+        seen.append((epochs, encoder.model.training, head.training))
+
+    plain = fine_tune(encoder, head, QUERIES, CANDIDATES, labels, epochs=1, lr=0.0, head_lr=0.0)
+    penalised = fine_tune(
+        encoder,
+        head,
+        QUERIES,
+        CANDIDATES,
+        labels,
+        penalty=lambda: torch.tensor(5.0),
+        on_epoch_end=callback,
+        epochs=3,
+        lr=0.0,
+        head_lr=0.0,
+    )
+    # with zero learning rates every epoch sees the same model: the penalty shifts each loss
+    assert penalised[0] == pytest.approx(plain[0] + 5.0, abs=0.5)
+    assert seen == [(1, False, False), (2, False, False), (3, False, False)]
+    # evaluation between epochs is deterministic (dropout off) and sorted-by-length batching
+    # puts the rows back in input order
+    with torch.no_grad():
+        first = encoder.encode_pairs(QUERIES, CANDIDATES)
+        single = torch.cat(
+            [encoder.encode_pairs([q], [c]) for q, c in zip(QUERIES, CANDIDATES, strict=True)]
+        )
+    torch.testing.assert_close(first, single, atol=1e-5, rtol=1e-5)
