@@ -35,7 +35,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from probrank._files import write_text_atomically
-from probrank.data.datasets.candidate_lists import CandidateList, num_pairs
+from probrank.data.datasets.candidate_lists import CandidateList, num_pairs, pair_texts
 from probrank.exceptions import InputDataError
 from probrank.experiments.gpf_ranker import MEASURES, evaluate_head, load_split
 from probrank.experiments.gpf_selection import Checkpoint, Family, select
@@ -58,8 +58,7 @@ class _Split:
 
 def _split(name: str, data: dict[str, Any], smoke: bool) -> _Split:
     lists = load_split(name, data, smoke)
-    queries = [item.query for item in lists for _ in item.candidates]
-    candidates = [c for item in lists for c in item.candidates]
+    queries, candidates = pair_texts(lists)
     labels = torch.tensor([y for item in lists for y in item.labels], dtype=torch.float32)
     return _Split(name, lists, queries, candidates, labels)
 
@@ -67,20 +66,6 @@ def _split(name: str, data: dict[str, Any], smoke: bool) -> _Split:
 @torch.no_grad()
 def _features(encoder: Any, split: _Split) -> Tensor:
     return encoder.encode_pairs(split.queries, split.candidates).float()
-
-
-def _encoder(options: dict[str, Any], show_progress: bool) -> Any:
-    from probrank.encoders.transformer import TransformerEncoder
-
-    return TransformerEncoder(
-        options.get("name_or_path") or None,
-        mode=options.get("mode", "cross"),
-        pooling=options.get("pooling", "mean"),
-        max_length=int(options.get("max_length", 128)),
-        batch_size=int(options.get("batch_size", 32)),
-        freeze=False,
-        show_progress=show_progress,
-    )
 
 
 def _head_options(heads: dict[str, Any], name: str) -> dict[str, Any]:
@@ -100,6 +85,7 @@ def _fine_tune_one(
 ) -> tuple[list[Checkpoint], dict[int, dict[str, tuple[Tensor, Tensor]]]]:
     """Fine-tune encoder + head ``name``; the checkpoints' validation predictive and, per
     epoch, the ``(m, v)`` of the test and shift sets."""
+    from probrank.encoders.config import encoder_from_config
     from probrank.encoders.fine_tune import fine_tune
     from probrank.nn.heads import build_head
 
@@ -107,7 +93,13 @@ def _fine_tune_one(
     merged = {**heads, **heads.get(name, {})}
     epochs_grid = sorted({int(e) for e in merged.get("epochs", [1, 2, 3])})
     torch.manual_seed(seed)
-    encoder = _encoder(config.get("encoder", {}), show_progress)
+    encoder = encoder_from_config(
+        config.get("encoder"),
+        freeze=False,
+        show_progress=show_progress,
+        mode="cross",
+        max_length=128,
+    )
     options = {**_head_options(heads, name), "seed": seed}
     head = build_head(name, encoder.feature_dim, **options)
     train = splits["train"]

@@ -28,7 +28,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from probrank._files import save_figure, write_text_atomically
-from probrank.data.datasets.candidate_lists import CandidateList, num_pairs
+from probrank.data.datasets.candidate_lists import CandidateList, num_pairs, pair_texts
 from probrank.data.paths import shared_data_dir
 from probrank.evaluation.calibration import (
     brier_score,
@@ -110,8 +110,7 @@ def load_split(name: str, data: dict[str, Any], smoke: bool = False) -> list[Can
 
 def pair_features(encoder: Any, lists: list[CandidateList]) -> tuple[Tensor, Tensor]:
     """`n x d` features and `n` labels of all (query, candidate) pairs, list by list."""
-    queries = [item.query for item in lists for _ in item.candidates]
-    candidates = [c for item in lists for c in item.candidates]
+    queries, candidates = pair_texts(lists)
     labels = torch.tensor([y for item in lists for y in item.labels], dtype=torch.float32)
     with torch.no_grad():
         features = encoder.encode_pairs(queries, candidates).float().cpu()
@@ -177,21 +176,6 @@ def _gammas(options: dict[str, Any], name: str) -> list[float | None]:
     return [check_focal_gamma(float(g)) for g in values]
 
 
-def _encoder(enc: dict[str, Any], config: dict, config_path: Path) -> Any:
-    from probrank.encoders.cache import resolve_cache_dir
-    from probrank.encoders.transformer import TransformerEncoder
-
-    return TransformerEncoder(
-        enc.get("name_or_path") or None,
-        mode=enc.get("mode", "bi"),
-        pooling=enc.get("pooling", "mean"),
-        max_length=int(enc.get("max_length", 256)),
-        batch_size=int(enc.get("batch_size", 32)),
-        cache_dir=resolve_cache_dir(enc.get("cache_dir", ".probrank-cache"), config_path),
-        show_progress=not config.get("experiment", {}).get("quiet", False),
-    )
-
-
 def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
     """Train and evaluate the configured heads over ``seeds`` seeds (see the module doc)."""
     from probrank.experiments.gpf_selection import Family, restore, select, train_checkpoints
@@ -220,7 +204,13 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     families = [Family.PLAIN]
     if calibration_cfg.get("temperature", True):
         families.append(Family.TEMPERATURE)
-    encoder = _encoder(config.get("encoder", {}), config, config_path)
+    from probrank.encoders.config import encoder_from_config
+
+    encoder = encoder_from_config(
+        config.get("encoder"),
+        config_path,
+        show_progress=not config.get("experiment", {}).get("quiet", False),
+    )
     splits = {}
     for role in ("train", "validation", "test"):
         if role not in data:

@@ -33,12 +33,11 @@ from tqdm.auto import tqdm
 from probrank._files import write_text_atomically
 from probrank._options import parse_enum
 from probrank.acquisition.select import Strategy
-from probrank.encoders.cache import resolve_cache_dir
+from probrank.encoders.config import encoder_cache_dir, encoder_from_config
 from probrank.exceptions import InputDataError
 from probrank.experiments.interactive_data import (
     Dataset,
     Question,
-    build_encoder,
     encode_lists,
     load_lists,
     prepare_questions,
@@ -61,7 +60,6 @@ __all__ = [
     "Cell",
     "CellResult",
     "ExperimentData",
-    "encoder_cache_dir",
     "load_experiment_data",
     "run",
     "run_cell",
@@ -187,7 +185,7 @@ def load_experiment_data(
 
     ``dataset = "synthetic"`` generates everything (:mod:`interactive_synthetic`), with
     ``split`` ignored. A relative encoder ``cache_dir`` is resolved against the project root of
-    ``config_path`` (:func:`~probrank.encoders.cache.resolve_cache_dir`), else against the
+    ``config_path`` (:func:`~probrank.encoders.config.encoder_cache_dir`), else against the
     working directory, so a config finds the same cache from any folder.
 
     Raises:
@@ -211,8 +209,8 @@ def load_experiment_data(
     lists = load_lists(kind, split, folder=data_folder)  # validates the split before encoding
     if max_questions:
         lists = lists[:max_questions]
-    cache = encoder_cache_dir(encoder_options, config_path)
-    encoder = build_encoder({**(encoder_options or {}), "cache_dir": cache})
+    encoder = encoder_from_config(encoder_options, config_path)
+    cache = encoder_cache_dir(encoder_options, config_path)  # the warm-start cache too
     questions = prepare_questions(lists, encode_lists(encoder, lists))
 
     def mediqa() -> tuple[Blocks, Blocks]:
@@ -223,20 +221,6 @@ def load_experiment_data(
         return blocks[0], blocks[1]
 
     return ExperimentData(questions, mediqa, options, cache)
-
-
-def encoder_cache_dir(
-    encoder_options: dict[str, Any] | None, config_path: str | Path | None
-) -> Path | None:
-    """The absolute encoder-cache folder of an ``[encoder]`` table (``None``: no cache).
-
-    A relative ``cache_dir`` (default ``.probrank-cache``) is resolved against the project root
-    of ``config_path`` when one is given, else against the working directory.
-    """
-    configured = (encoder_options or {}).get("cache_dir", ".probrank-cache")
-    if config_path is not None:
-        return resolve_cache_dir(configured, config_path)
-    return Path(configured).expanduser().absolute() if configured else None
 
 
 def user_seed(seed: int, qid: str) -> int:

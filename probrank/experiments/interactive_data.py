@@ -25,14 +25,13 @@ import torch
 from torch import Tensor
 
 from probrank._options import parse_enum
-from probrank.data.datasets.candidate_lists import CandidateList
+from probrank.data.datasets.candidate_lists import CandidateList, pair_texts
 from probrank.data.paths import shared_data_dir
 from probrank.exceptions import InputDataError
 
 __all__ = [
     "Dataset",
     "Question",
-    "build_encoder",
     "encode_lists",
     "load_lists",
     "prepare_questions",
@@ -131,35 +130,9 @@ def load_lists(
     return kept
 
 
-def build_encoder(options: dict[str, Any] | None = None, *, cache_dir: str | Path | None = None):  # type: ignore[no-untyped-def]
-    """The frozen bi-encoder (all-MiniLM-L6-v2, mean pooling, 256 tokens) with its disk cache.
-
-    Args:
-        options: ``name_or_path``, ``pooling``, ``max_length``, ``batch_size``, ``cache_dir``,
-            ``show_progress`` (the ``[encoder]`` table of a config).
-        cache_dir: Overrides ``options["cache_dir"]`` (default ``.probrank-cache`` in the
-            working directory; ``None`` in ``options`` or ``""`` disables the cache).
-    """
-    from probrank.encoders.transformer import TransformerEncoder
-
-    options = dict(options or {})
-    configured = cache_dir or options.get("cache_dir", ".probrank-cache")
-    folder = Path(configured).expanduser().absolute() if configured else None
-    return TransformerEncoder(
-        options.get("name_or_path") or None,
-        mode="bi",
-        pooling=options.get("pooling", "mean"),
-        max_length=int(options.get("max_length", 256)),
-        batch_size=int(options.get("batch_size", 32)),
-        cache_dir=folder,
-        show_progress=bool(options.get("show_progress", True)),
-    )
-
-
 def encode_lists(encoder: Any, lists: Sequence[CandidateList]) -> list[Tensor]:
     """Per list, the `n x d` float32 pair features of (query, candidate)."""
-    queries = [item.query for item in lists for _ in item.candidates]
-    candidates = [c for item in lists for c in item.candidates]
+    queries, candidates = pair_texts(lists)
     with torch.no_grad():
         features = encoder.encode_pairs(queries, candidates).float().cpu()
     out, start = [], 0

@@ -21,8 +21,7 @@ from probrank.data.datasets.mediqa import MediqaList, load_mediqa
 from probrank.data.datasets.medquad import read_medquad
 from probrank.data.datasets.rqe import read_rqe
 from probrank.data.paths import shared_data_dir
-from probrank.encoders.cache import resolve_cache_dir
-from probrank.encoders.transformer import TransformerEncoder
+from probrank.encoders.config import encoder_from_config
 from probrank.evaluation.mediqa import MediqaRow, read_mediqa_rows
 from probrank.models.entailment import EntailedQuestionFinder, EntailmentClassifier
 from probrank.models.mediqa_features import FeatureSet, MediqaFeaturizer
@@ -75,26 +74,6 @@ def smallest_subfolder(root: Path) -> Path:
     return Path(best.path)
 
 
-def make_encoder(enc_cfg: dict, config_path: str | Path | None = None) -> TransformerEncoder:
-    """The frozen bi-mode encoder of the ``[encoder]`` table (mean pooling, disk cache).
-
-    A relative ``cache_dir`` is resolved against the config's project root (see
-    :func:`~probrank.encoders.cache.resolve_cache_dir`), else against the working directory.
-    """
-    cache_dir = enc_cfg.get("cache_dir", ".probrank-cache")
-    if config_path is not None:
-        cache_dir = resolve_cache_dir(cache_dir, config_path)
-    return TransformerEncoder(
-        enc_cfg.get("model", enc_cfg.get("name_or_path")),
-        mode="bi",
-        pooling="mean",
-        max_length=int(enc_cfg.get("max_length", 256)),
-        batch_size=int(enc_cfg.get("batch_size", 32)),
-        cache_dir=cache_dir,
-        show_progress=bool(enc_cfg.get("progress", True)),
-    )
-
-
 def build_mediqa_data(
     config: dict, *, smoke: bool = False, config_path: str | Path | None = None
 ) -> MediqaData:
@@ -117,7 +96,7 @@ def build_mediqa_data(
         "validation": read_mediqa_rows(folder / "validation-ground-truth.csv"),
         "test": read_mediqa_rows(folder / "test-ground-truth.csv"),
     }
-    encoder = make_encoder(config.get("encoder", {}), config_path)
+    encoder = encoder_from_config(config.get("encoder"), config_path)
     notes = [
         "questions (answers): "
         + ", ".join(

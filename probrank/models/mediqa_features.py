@@ -30,6 +30,7 @@ import torch
 from sklearn.feature_extraction.text import TfidfVectorizer
 from torch import Tensor
 
+from probrank.data.datasets.candidate_lists import pair_texts
 from probrank.data.datasets.mediqa import MediqaList
 from probrank.encoders.transformer import TransformerEncoder
 from probrank.exceptions import InputDataError
@@ -139,8 +140,7 @@ class MediqaFeaturizer:
     def _raw(self, lists: Sequence[MediqaList]) -> tuple[Tensor, list[str]]:
         blocks: list[Tensor] = []
         names: list[str] = []
-        answers = [a for item in lists for a in item.candidates]
-        questions = [item.query for item in lists for _ in item.candidates]
+        questions, answers = pair_texts(lists)
         vectors = cosine = None
         if self.encoder is not None:
             texts = list(dict.fromkeys([*questions, *answers]))

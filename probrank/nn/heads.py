@@ -174,14 +174,18 @@ class MLPHead(nn.Module):
 
         ``on_epoch_end(epochs_done)`` is called after every epoch (e.g. to evaluate checkpoints).
         """
-        trainer = self.trainer(features, labels, options)
-        history = []
-        for epoch in range(options.epochs):
-            history.append(trainer.run_epoch())
-            if on_epoch_end is not None:
-                on_epoch_end(epoch + 1)
-        self.eval()
-        return history
+        return train_head(
+            self,
+            features,
+            labels,
+            self.loss,
+            epochs=options.epochs,
+            batch_size=options.batch_size,
+            lr=options.lr,
+            weight_decay=options.weight_decay,
+            on_epoch_end=on_epoch_end,
+            seed=options.seed,
+        )
 
     def finalize(self, features: Tensor, batch_size: int = 1024) -> None:
         """Complete the posterior after training (nothing to do for this head)."""

@@ -127,3 +127,17 @@ def test_fine_tune_adds_the_penalty_and_calls_back_in_evaluation_mode(tiny_bert:
             [encoder.encode_pairs([q], [c]) for q, c in zip(QUERIES, CANDIDATES, strict=True)]
         )
     torch.testing.assert_close(first, single, atol=1e-5, rtol=1e-5)
+
+
+def test_encoder_from_config_reads_the_table_over_the_protocol_defaults(
+    tiny_bert: Path, tmp_path: Path
+) -> None:
+    from probrank.encoders.config import encoder_from_config
+
+    table = {"model": str(tiny_bert), "pooling": "cls", "cache_dir": str(tmp_path / "c")}
+    frozen = encoder_from_config(table, mode="cross", max_length=64, show_progress=False)
+    assert (frozen.mode.value, frozen.pooling.value, frozen.max_length) == ("cross", "cls", 64)
+    assert frozen.cache is not None and frozen.show_progress is False
+    tuned = encoder_from_config({**table, "mode": "bi", "progress": False}, freeze=False)
+    assert (tuned.mode.value, tuned.max_length, tuned.freeze) == ("bi", 256, False)
+    assert tuned.cache is None and tuned.show_progress is False

@@ -5,11 +5,9 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
 
 from probrank.cli import main
 from probrank.experiments import run_experiment
@@ -33,14 +31,6 @@ ensemble_size = 2
 [update]
 lr = 0.1
 """
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.fixture
@@ -192,7 +182,7 @@ def test_cli_on_two_liveqa_questions(
 def test_encoder_cache_dir_follows_the_config_not_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from probrank.experiments.interactive import encoder_cache_dir
+    from probrank.encoders.config import encoder_cache_dir
 
     project = tmp_path / "project"
     (project / "models" / "x").mkdir(parents=True)

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pyro
 import pyro.distributions as dist
-import pytest
 import torch
 
 from probrank.inference.mcmc import NutsSamples, fit_nuts
 from probrank.inference.predictive import credible_interval, posterior_predictive
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    """Pyro's NUTS steps on tiny tensors: intra-op threads only add contention."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _model(y: torch.Tensor | None = None, n: int = 5) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
@@ -16,15 +14,6 @@ from probrank.nn.siamese import (
     margin_ranking_loss,
     pairwise_accuracy,
 )
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    """Tiny networks: one intra-op thread avoids waiting for a busy second core."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 def test_margin_loss_is_torchs_margin_ranking_loss_with_the_preferred_first() -> None:

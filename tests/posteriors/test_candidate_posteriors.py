@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -43,14 +43,6 @@ from probrank.posteriors.swag import SWAGUtilityPosterior, swag_parameters
 H = 3  # features are (u, v, u*v, |u-v|): 4 * H wide
 N = 9  # candidates (more than the ensemble's 3 members: a singular sample covariance)
 KINDS = ["mcdropout", "swag", "laplace", "ensemble", "gppl"]
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 def _features(n: int, seed: int) -> torch.Tensor:

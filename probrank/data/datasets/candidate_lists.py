@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["CandidateList", "num_pairs"]
+__all__ = ["CandidateList", "num_pairs", "pair_texts"]
 
 
 @dataclass(frozen=True)
@@ -35,3 +35,11 @@ class CandidateList:
 def num_pairs(lists: Sequence[CandidateList]) -> int:
     """Number of (query, candidate) pairs in ``lists``."""
     return sum(len(item) for item in lists)
+
+
+def pair_texts(lists: Sequence[CandidateList]) -> tuple[list[str], list[str]]:
+    """The `n` query texts and `n` candidate texts of all pairs, list by list (`n` =
+    :func:`num_pairs`), as encoders' ``encode_pairs`` takes them."""
+    queries = [item.query for item in lists for _ in item.candidates]
+    candidates = [c for item in lists for c in item.candidates]
+    return queries, candidates
