@@ -5,6 +5,10 @@ temporary file in the target's folder and renamed over the target, so an interru
 leaves either the previous file or the new one, never a truncated one, and never a stray
 temporary file. (Text files read back by the data layer use
 :func:`probrank.data._io.atomic_write`, which also fsyncs and gzips.)
+
+Figures written to files are made with :func:`new_figure`, detached from pyplot: writing one
+neither selects a backend (``matplotlib.use``) nor adds to pyplot's open figures, so running an
+experiment or the demo from a notebook leaves the notebook's inline backend as it was.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["save_figure", "write_atomically", "write_text_atomically"]
+__all__ = ["new_figure", "save_figure", "write_atomically", "write_text_atomically"]
 
 
 def write_atomically(path: str | os.PathLike[str], write: Callable[[str], object]) -> Path:
@@ -69,3 +73,23 @@ def save_figure(
         return write_atomically(path, lambda temp: figure.savefig(temp, **options))
     finally:
         plt.close(figure)
+
+
+def new_figure(
+    nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], squeeze: bool = True
+) -> tuple[Any, Any]:
+    """A figure and its axes, made without pyplot (see the module doc).
+
+    Args:
+        nrows: Rows of axes.
+        ncols: Columns of axes.
+        figsize: Width and height in inches.
+        squeeze: As in :func:`matplotlib.pyplot.subplots`.
+
+    Returns:
+        ``(figure, axes)`` as :meth:`matplotlib.figure.Figure.subplots` gives them.
+    """
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=figsize)
+    return figure, figure.subplots(nrows, ncols, squeeze=squeeze)

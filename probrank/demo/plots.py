@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from probrank._files import save_figure
+from probrank._files import new_figure, save_figure
 
 __all__ = ["bar_chart", "save_figure"]  # save_figure: from probrank._files
 
@@ -29,12 +29,11 @@ def bar_chart(
     Returns:
         ``path``.
     """
-    import matplotlib.pyplot as plt
     import numpy as np
 
     names = list(rows)
     width = 0.8 / max(len(names), 1)
-    figure, ax = plt.subplots(figsize=(1.2 + 1.1 * len(measures) + 0.2 * len(names), 3.6))
+    figure, ax = new_figure(figsize=(1.2 + 1.1 * len(measures) + 0.2 * len(names), 3.6))
     positions = np.arange(len(measures))
     for i, name in enumerate(names):
         values = [rows[name].get(m, float("nan")) for m in measures]

@@ -18,12 +18,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from probrank.evaluation.calibration import (
-    expected_calibration_error,
-    negative_log_likelihood,
-    plot_reliability_diagram,
-    reliability_curve,
-)
+from probrank._files import save_figure
+from probrank.evaluation.calibration import expected_calibration_error, negative_log_likelihood
+from probrank.experiments.gpf_ranker import reliability_figure
 
 __all__ = ["demo_section"]
 
@@ -63,11 +60,6 @@ def demo_section(output_dir: str | Path, seed: int = 0, quick: bool = True) -> t
         ``{"in-domain test" | "shifted test": {"deterministic" | "gpf": {"accuracy", "ECE",
         "NLL"}}, "selected": {...}, "reliability_png": str}``.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
     from probrank.experiments.gpf_selection import Family, restore, select, train_checkpoints
     from probrank.nn.heads import FitOptions
 
@@ -104,18 +96,8 @@ def demo_section(output_dir: str | Path, seed: int = 0, quick: bool = True) -> t
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
     png = output / "gpf_reliability.png"
-    fig, axes = plt.subplots(1, 2, figsize=(9, 4.5))
-    for ax, (split, rows) in zip(axes, probabilities.items(), strict=True):
-        y = data[split][1].long()
-        curves = {n: reliability_curve(p, y, n_bins=10, kind="positive") for n, p in rows.items()}
-        plot_reliability_diagram(curves, ax=ax, title=split)
-        ax.set_xlabel("predicted P(relevant)")
-        ax.set_ylabel("fraction relevant")
-    fig.tight_layout()
-    temp = png.with_suffix(".tmp.png")
-    fig.savefig(temp, dpi=80)
-    plt.close(fig)
-    temp.replace(png)
+    panels = {split: (rows, data[split][1]) for split, rows in probabilities.items()}
+    save_figure(reliability_figure(panels), png, dpi=80, tight=False)
     results["reliability_png"] = str(png)
     lines = [
         "### Calibrated relevance with a GP head (GPF vs deterministic)",

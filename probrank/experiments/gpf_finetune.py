@@ -19,6 +19,10 @@ need T passes or M fine-tunes and are left to the frozen protocol):
    :mod:`probrank.experiments.gpf_selection`; the test and shift sets are only scored, at the
    chosen epoch. Rows of a shift set are named ``<row> [dataset:split]``.
 
+Outside smoke mode the per-seed values and selections are saved as ``results/<config>.json``
+and seed 0's reliability diagrams (one row of panels per test or shift set, without and with
+the temperature) as ``results/<config>_reliability.png``.
+
 On a CPU this is slow (MiniLM at 128 tokens: about 2 s per step of 16 pairs on 2 cores); it
 uses CUDA when present.
 """
@@ -34,10 +38,15 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from probrank._files import write_text_atomically
+from probrank._files import save_figure, write_text_atomically
 from probrank.data.datasets.candidate_lists import CandidateList, num_pairs, pair_texts
 from probrank.exceptions import InputDataError
-from probrank.experiments.gpf_ranker import MEASURES, evaluate_head, load_split
+from probrank.experiments.gpf_ranker import (
+    MEASURES,
+    evaluate_head,
+    load_split,
+    reliability_figure,
+)
 from probrank.experiments.gpf_selection import Checkpoint, Family, select
 from probrank.experiments.results import ExperimentResult
 
@@ -182,6 +191,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     ]
     values: dict[str, dict[str, list[float]]] = {r: {m: [] for m in measures} for r in rows}
     chosen: dict[str, dict[str, float]] = {}
+    seed0: dict[str, dict[str, Tensor]] = {target: {} for target in targets}
     bar = tqdm(
         [(seed, name) for seed in range(seeds) for name in names],
         desc="fine-tuned heads",
@@ -201,6 +211,8 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
                 scores = evaluate_head(probs, split.labels.double(), split.lists, measures)
                 for measure, value in scores.items():
                     values[_row(name, family, target)][measure].append(value)
+                if seed == 0:
+                    seed0[target][_row(name, family, "test")] = probs
     notes = [
         "; ".join(
             f"{role if role in ('train', 'validation', 'test') else 'shift'} {s.name}: "
@@ -219,6 +231,20 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         payload = {"title": title, "values": values, "extra": result.extra, "notes": notes}
         write_text_atomically(
             folder / f"{config_path.stem}.json", json.dumps(payload, indent=2) + "\n"
+        )
+        panels = {
+            f"{splits[target].name}, seed 0: {label}": (
+                {r: p for r, p in seed0[target].items() if r.endswith("+T") == with_t},
+                splits[target].labels,
+            )
+            for target in targets
+            for label, with_t in (("no temperature", False), ("+ validation temperature", True))
+        }
+        save_figure(
+            reliability_figure(panels),
+            folder / f"{config_path.stem}_reliability.png",
+            dpi=80,
+            tight=False,
         )
     return result
 

@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from probrank._files import save_figure, write_text_atomically
+from probrank._files import new_figure, save_figure, write_text_atomically
 from probrank.data.datasets.candidate_lists import CandidateList, num_pairs, pair_texts
 from probrank.data.paths import shared_data_dir
 from probrank.evaluation.calibration import (
@@ -48,6 +48,7 @@ __all__ = [
     "evaluate_head",
     "load_split",
     "pair_features",
+    "reliability_figure",
     "run",
 ]
 
@@ -298,6 +299,34 @@ def _row(name: str, family: Any) -> str:
     return name if family.value == "plain" else f"{name}+T"
 
 
+def reliability_figure(panels: dict[str, tuple[dict[str, Tensor], Tensor]], ncols: int = 2) -> Any:
+    """A grid of reliability diagrams of P(relevant), one panel per entry.
+
+    Args:
+        panels: ``{title: ({row: n probabilities}, n 0/1 labels)}``, laid out row by row.
+        ncols: Panels per row of the grid.
+
+    Returns:
+        The matplotlib figure, detached from pyplot (:func:`probrank._files.new_figure`).
+    """
+    ncols = max(1, min(ncols, len(panels)))
+    nrows = -(-len(panels) // ncols)
+    fig, axes = new_figure(nrows, ncols, figsize=(4.8 * ncols, 4.8 * nrows), squeeze=False)
+    for ax, (title, (rows, labels)) in zip(axes.flat, panels.items(), strict=False):
+        curves = {
+            name: reliability_curve(p, labels.long(), n_bins=10, kind="positive")
+            for name, p in rows.items()
+        }
+        plot_reliability_diagram(curves, ax=ax, title=title)
+        ax.set_xlabel("predicted P(relevant)")
+        ax.set_ylabel("fraction relevant")
+        ax.legend(fontsize=7, loc="upper left")
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    return fig
+
+
 def _save(
     result: ExperimentResult,
     probs: dict[str, Tensor],
@@ -306,29 +335,19 @@ def _save(
     stem: str,
     output: dict[str, Any],
 ) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     folder = base / output.get("folder", "results")
     panels = {
-        "no temperature": {n: p for n, p in probs.items() if not n.endswith("+T")},
-        "+ validation temperature": {n: p for n, p in probs.items() if n.endswith("+T")},
+        f"{stem}, seed 0: no temperature": (
+            {n: p for n, p in probs.items() if not n.endswith("+T")},
+            labels,
+        ),
+        f"{stem}, seed 0: + validation temperature": (
+            {n: p for n, p in probs.items() if n.endswith("+T")},
+            labels,
+        ),
     }
-    panels = {title: rows for title, rows in panels.items() if rows}
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.8 * len(panels), 4.8), squeeze=False)
-    for ax, (title, rows) in zip(axes[0], panels.items(), strict=True):
-        curves = {
-            name: reliability_curve(p, labels.long(), n_bins=10, kind="positive")
-            for name, p in rows.items()
-        }
-        plot_reliability_diagram(curves, ax=ax, title=f"{stem}, seed 0: {title}")
-        ax.set_xlabel("predicted P(relevant)")
-        ax.set_ylabel("fraction relevant")
-        ax.legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    save_figure(fig, folder / f"{stem}_reliability.png", dpi=80, tight=False)
+    panels = {title: panel for title, panel in panels.items() if panel[0]}
+    save_figure(reliability_figure(panels), folder / f"{stem}_reliability.png", dpi=80, tight=False)
     payload = {
         "title": result.title,
         "values": result.values,

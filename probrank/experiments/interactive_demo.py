@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from probrank._files import save_figure
+from probrank._files import new_figure, save_figure
 from probrank.acquisition.select import Strategy
 from probrank.experiments.interactive import Cell, load_experiment_data, run_cell
 from probrank.experiments.interactive_models import InteractiveOptions, PosteriorKind
@@ -35,11 +35,6 @@ def demo_session(
         ``(markdown, results)``: a Markdown section (table + image link) and
         ``{cell name: {"accuracy": [...], "ndcg@5": [...], "median_round_seconds": x}}``.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     options = InteractiveOptions()
     options = dataclasses.replace(
         options,
@@ -60,7 +55,7 @@ def demo_session(
         results[cell.name] = result.to_json()
     folder = Path(output_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(5.0, 3.4))
+    fig, ax = new_figure(figsize=(5.0, 3.4))
     for name, values in results.items():
         ax.plot(range(rounds + 1), values["accuracy"], marker="o", label=name)
     ax.set_xlabel("judgements")

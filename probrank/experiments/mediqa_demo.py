@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from probrank._files import save_figure
+from probrank._files import new_figure, save_figure
 from probrank.evaluation.calibration import (
     expected_calibration_error,
     plot_reliability_diagram,
@@ -90,11 +90,6 @@ def demo_section(output_dir: Path, seed: int = 0, quick: bool = False) -> tuple[
     Returns:
         ``(markdown, {"deterministic" | "bayesian": {measure: value}})``.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
     sizes = (40, 15, 40) if quick else (120, 30, 120)
     train, _, _ = generated_answer_lists(sizes[0], seed=seed)
     val, _, _ = generated_answer_lists(sizes[1], seed=seed + 1)
@@ -121,7 +116,7 @@ def demo_section(output_dir: Path, seed: int = 0, quick: bool = False) -> tuple[
         probs[name] = p.numpy()
         if bayesian:
             spread = (mean, sd)
-    figure, (left, right) = plt.subplots(1, 2, figsize=(9, 4))
+    figure, (left, right) = new_figure(1, 2, figsize=(9, 4))
     curves = {
         name: reliability_curve(p, test.labels.long().numpy(), n_bins=10, kind="positive")
         for name, p in probs.items()

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from probrank._files import save_figure, write_text_atomically
+from probrank._files import new_figure, save_figure, write_text_atomically
 from probrank.exceptions import InputDataError
 from probrank.experiments.mediqa_baselines import (
     chiqa,
@@ -190,18 +190,13 @@ def _save(
     folder: Path,
     stem: str,
 ) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
     from probrank.evaluation.calibration import plot_reliability_diagram, reliability_curve
 
     curves = {
         name: reliability_curve(p, labels.astype(int), n_bins=10, kind="positive")
         for name, p in probs.items()
     }
-    figure, ax = plt.subplots(figsize=(4.5, 4.5))
+    figure, ax = new_figure(figsize=(4.5, 4.5))
     plot_reliability_diagram(curves, ax=ax, title="MEDIQA test: P(correct), seed 0")
     ax.set_xlabel("predicted P(correct)")
     ax.set_ylabel("fraction correct")

@@ -68,6 +68,10 @@ def test_tiny_fine_tuning_end_to_end(tmp_path: Path) -> None:
         assert nll == pytest.approx(plain, rel=1e-4)
     saved = json.loads((tmp_path / "out" / "tiny.json").read_text())
     assert saved["values"] == result.values
+    figure = (tmp_path / "out" / "tiny_reliability.png").read_bytes()
+    assert figure.startswith(b"\x89PNG")
+    width, height = (int.from_bytes(figure[i : i + 4], "big") for i in (16, 20))
+    assert (width, height) == (2 * 384, 2 * 384)  # test and shift rows x (plain, +T), 4.8 in at 80 dpi
 
 
 def test_heads_without_a_single_fine_tuning_run_are_refused(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from probrank._files import save_figure
+from probrank._files import new_figure, save_figure
 from probrank.data.trec import Qrels, Run
 from probrank.evaluation.measures import evaluate
 from probrank.experiments.qlfusion.data import prepare_cv, weights_from_predictions
@@ -92,13 +92,8 @@ def _plot(
     table: dict[str, dict[str, float]],
     measures: list[str],
 ) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
     mean, lower, upper = (getattr(summary, k) for k in ("mean", "lower", "upper"))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig, (left, right) = new_figure(1, 2, figsize=(11, 4.5))
     n_runs = len(run_names)
     for r, name in enumerate(run_names):
         rows = torch.arange(mask.shape[0]) % n_runs == r
