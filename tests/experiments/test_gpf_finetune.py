@@ -71,7 +71,8 @@ def test_tiny_fine_tuning_end_to_end(tmp_path: Path) -> None:
     figure = (tmp_path / "out" / "tiny_reliability.png").read_bytes()
     assert figure.startswith(b"\x89PNG")
     width, height = (int.from_bytes(figure[i : i + 4], "big") for i in (16, 20))
-    assert (width, height) == (2 * 384, 2 * 384)  # test and shift rows x (plain, +T), 4.8 in at 80 dpi
+    # rows: test and shift set; columns: plain and +T; 4.8 inches per panel at 80 dpi
+    assert (width, height) == (2 * 384, 2 * 384)
 
 
 def test_heads_without_a_single_fine_tuning_run_are_refused(tmp_path: Path) -> None:
