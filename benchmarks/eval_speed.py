@@ -1,107 +1,146 @@
-"""Time the evaluation of all 17 Robust03 runs for AP, P@10, nDCG@10 and R@100.
+"""Time ``probrank eval`` as a whole process against python + ir-measures and trec_eval 10.0.
 
-Compares, in one process: probrank's ``Evaluator`` (qrels prepared once, as ir-measures'
-``evaluator``) and ``evaluate`` called per run, ir-measures directly (pytrec_eval backend,
-the baseline), and ranx's ``evaluate`` (first call, which includes numba's JIT compilation,
-and warm). Runs and qrels are loaded once beforehand (each library from its own structures);
-only evaluation is timed. Prints a table and a JSON line; ratios are against ir-measures.
+The command timed is the one a user types in a shell loop::
 
-    .venv/bin/python benchmarks/eval_speed.py [--repeats 5]
+    probrank eval QRELS RUN -m AP -m nDCG@10 -m P@10
+
+and, on the same plain-text files: ``python -c`` reading them with ir-measures and computing the
+same three measures through its pytrec_eval backend (the baseline), and the trec_eval 10.0
+binary (``-m map -m ndcg_cut.10 -m P.10``) when it can be built from ``../shared/reference``.
+Each is a fresh process (interpreter start, imports, reading, evaluation), timed best of
+``--repeats``, one thread each. The files are three Robust03 runs (100 topics x 1,000
+documents, with many tied scores) and a generated run of 2,000 topics x 1,000 documents with
+its qrels (250 judged documents per topic), written to a temporary folder. Prints a table and
+a JSON line; ratios are against python + ir-measures.
+
+    .venv/bin/python benchmarks/eval_speed.py [--repeats 5] [--topics 2000]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
-import statistics
+import os
+import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-import ir_measures
+import numpy as np
 
-from probrank.data import Qrels, Run, shared_data_dir
-from probrank.evaluation import Evaluator, evaluate
+from probrank.data import shared_data_dir
+from probrank.evaluation.trec_eval.reference import build_reference
+from probrank.exceptions import InputDataError
 
-MEASURES = ["AP", "P@10", "nDCG@10", "R@100"]
-RANX_MEASURES = ["map", "precision@10", "ndcg_burges@10", "recall@100"]
+ROBUST_RUNS = ("input.pircRBa1", "input.oce03noXbmD", "input.MU03rob01")
+IR_MEASURES = """
+import json, sys, ir_measures
+from ir_measures import AP, P, nDCG
+qrels = ir_measures.read_trec_qrels(sys.argv[1])
+run = ir_measures.read_trec_run(sys.argv[2])
+values = ir_measures.calc_aggregate([AP, nDCG @ 10, P @ 10], qrels, run)
+print(json.dumps({str(k): v for k, v in values.items()}))
+"""
+ENV = {
+    **os.environ,
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
 
 
-def _time(fn: Callable[[], object], repeats: int) -> list[float]:
-    times = []
+def generate(folder: Path, topics: int, depth: int = 1000, judged: int = 250) -> tuple[Path, Path]:
+    """A run of ``topics x depth`` documents with normal scores and its qrels (grades 0-2)."""
+    rng = np.random.default_rng(0)
+    run_path, qrels_path = folder / f"run_{topics}.txt", folder / f"qrels_{topics}.txt"
+    with open(run_path, "w") as run, open(qrels_path, "w") as qrels:
+        for topic in range(1, topics + 1):
+            docs = rng.choice(100_000, size=depth + judged, replace=False)
+            scores = np.sort(rng.normal(size=depth))[::-1].tolist()
+            run.writelines(
+                f"{topic} Q0 D{doc} {rank} {score!r} generated\n"
+                for rank, (doc, score) in enumerate(
+                    zip(docs[:depth].tolist(), scores, strict=True), 1
+                )
+            )
+            pool = np.concatenate([docs[: judged // 2], docs[depth : depth + judged // 2]])
+            grades = rng.choice(3, size=pool.size, p=[0.7, 0.2, 0.1]).tolist()
+            qrels.writelines(
+                f"{topic} 0 D{doc} {grade}\n"
+                for doc, grade in zip(pool.tolist(), grades, strict=True)
+            )
+    return qrels_path, run_path
+
+
+def best_of(command: list[str], repeats: int) -> tuple[float, str]:
+    """Best wall-clock time of ``command`` over ``repeats`` runs, and its output."""
+    best, out = float("inf"), ""
     for _ in range(repeats):
         start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return times
+        done = subprocess.run(command, capture_output=True, text=True, env=ENV, check=False)
+        elapsed = time.perf_counter() - start
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(command[:4])} ... failed: {done.stderr.strip()}")
+        best, out = min(best, elapsed), done.stdout
+    return best, out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--topics", type=int, default=2000, help="topics of the generated run")
     args = parser.parse_args()
-
-    folder = shared_data_dir("fusion", "robust03")
-    qrels = Qrels.read(folder / "qrels.txt")
-    runs = [Run.read(p) for p in sorted((folder / "runs").glob("input.*.gz"))]
-    parsed = [ir_measures.parse_measure(m) for m in MEASURES]
-    qrels_dict = qrels.as_dict()
-    run_dicts = [r.as_dict() for r in runs]
-
-    def with_probrank() -> list[dict[str, float]]:
-        evaluator = Evaluator(qrels, MEASURES)
-        return [evaluator(r) for r in runs]
-
-    def with_probrank_per_call() -> list[dict[str, float]]:
-        return [evaluate(qrels, r, MEASURES) for r in runs]
-
-    def with_ir_measures() -> list[dict]:
-        evaluator = ir_measures.evaluator(parsed, qrels_dict)
-        return [evaluator.calc_aggregate(r) for r in run_dicts]
-
-    # check that the two agree before timing them
-    for ours, theirs in zip(with_probrank(), with_ir_measures(), strict=True):
-        for m, measure in zip(MEASURES, parsed, strict=True):
-            assert abs(ours[m] - theirs[measure]) < 1e-12, (m, ours[m], theirs[measure])
-
-    rows: dict[str, float] = {}
-    baseline = _time(with_ir_measures, args.repeats)
-    rows["ir-measures (pytrec_eval)"] = statistics.median(baseline)
-    rows["probrank.Evaluator"] = statistics.median(_time(with_probrank, args.repeats))
-    rows["probrank.evaluate (per run)"] = statistics.median(
-        _time(with_probrank_per_call, args.repeats)
-    )
     try:
-        import ranx
+        import ir_measures  # noqa: F401
     except ImportError:
-        ranx = None
-    if ranx is not None:
-        ranx_qrels = ranx.Qrels(qrels_dict)
-        ranx_runs = [ranx.Run(r, name=str(i)) for i, r in enumerate(run_dicts)]
+        raise SystemExit("ir-measures is the baseline: pip install -e '.[bench]'") from None
+    try:
+        binary: Path | None = build_reference(Path.home() / ".cache" / "probrank-trec_eval")
+    except InputDataError as exc:
+        print(f"(trec_eval not timed: {exc})")
+        binary = None
 
-        def with_ranx() -> list[dict]:
-            return [ranx.evaluate(ranx_qrels, r, RANX_MEASURES) for r in ranx_runs]
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        robust = shared_data_dir("fusion", "robust03")
+        files = []
+        for name in ROBUST_RUNS:
+            plain = folder / name
+            plain.write_bytes(gzip.decompress((robust / "runs" / f"{name}.gz").read_bytes()))
+            files.append((f"Robust03 {name.removeprefix('input.')}", robust / "qrels.txt", plain))
+        qrels, run = generate(folder, args.topics)
+        files.append((f"generated {args.topics} x 1000", qrels, run))
+        for label, qrels, run in files:
+            ours = [sys.executable, "-m", "probrank.cli", "eval", str(qrels), str(run)]
+            ours += ["-m", "AP", "-m", "nDCG@10", "-m", "P@10", "--json"]
+            row: dict[str, Any] = {"file": label}
+            row["probrank eval"], out = best_of(ours, args.repeats)
+            values = next(iter(json.loads(out).values()))
+            baseline = [sys.executable, "-c", IR_MEASURES, str(qrels), str(run)]
+            row["python + ir-measures"], theirs = best_of(baseline, args.repeats)
+            row["AP"], row["AP (ir-measures)"] = values["AP"], json.loads(theirs)["AP"]
+            if binary is not None:
+                trec = [str(binary), "-m", "map", "-m", "ndcg_cut.10", "-m", "P.10"]
+                row["trec_eval 10.0"], _ = best_of([*trec, str(qrels), str(run)], args.repeats)
+            rows.append(row)
 
-        rows["ranx.evaluate (first call, JIT)"] = _time(with_ranx, 1)[0]
-        rows["ranx.evaluate (warm)"] = statistics.median(_time(with_ranx, args.repeats))
-
-    base = rows["ir-measures (pytrec_eval)"]
-    print(
-        f"Evaluating {len(runs)} Robust03 runs for {', '.join(MEASURES)} (median of {args.repeats})"
-    )
-    print(f"{'method':<34}{'seconds':>10}{'ratio':>8}")
-    for name, seconds in rows.items():
-        print(f"{name:<34}{seconds:>10.3f}{seconds / base:>8.2f}")
-    overhead = rows["probrank.Evaluator"] / base - 1
-    print(f"probrank overhead over ir-measures: {overhead:+.1%} (goal: under 10%)")
-    print(
-        json.dumps(
-            {
-                "seconds": rows,
-                "ratio_to_ir_measures": {k: v / base for k, v in rows.items()},
-                "probrank_overhead": overhead,
-            }
-        )
-    )
+    tools = ["probrank eval", "python + ir-measures", "trec_eval 10.0"]
+    print(f"Whole-process time, best of {args.repeats}: seconds (ratio to python + ir-measures)")
+    print(f"{'file':<30}" + "".join(f"{tool:>26}" for tool in tools))
+    for row in rows:
+        base = row["python + ir-measures"]
+        cells = [
+            f"{row[tool]:.3f} ({row[tool] / base:.2f}x)" if tool in row else "-" for tool in tools
+        ]
+        print(f"{row['file']!s:<30}" + "".join(f"{cell:>26}" for cell in cells))
+    ratios = [r["probrank eval"] / r["python + ir-measures"] for r in rows]
+    print(f"probrank eval / python + ir-measures: at most {max(ratios):.2f}x (goal: <= 1.5x)")
+    print(json.dumps({"repeats": args.repeats, "rows": rows, "max_ratio": max(ratios)}))
 
 
 if __name__ == "__main__":

@@ -27,10 +27,10 @@ import torch
 from probrank.experiments.interactive import load_experiment_data, user_seed
 from probrank.experiments.interactive_data import Question
 from probrank.experiments.interactive_models import InteractiveOptions, PosteriorKind, model_factory
-from probrank.experiments.interactive_warmstart import WarmStart
 from probrank.inference.swag import SWAGCollector
 from probrank.interactive.simulate import simulate
 from probrank.interactive.users import SimulatedUser
+from probrank.models.interactive.warmstart import WarmStart
 from probrank.nn.siamese import SiameseUtilityNet
 from probrank.posteriors.swag import swag_parameters
 

@@ -1,19 +1,22 @@
 """Low-level file helpers shared by the readers and writers: transparent gzip, strict UTF-8
-decoding with a line number on failure, and atomic writes (temp file + rename)."""
+decoding with a line number on failure (byte-order mark skipped, CRLF accepted, a lone CR an
+error), the check that fields are separated by ASCII spaces and tabs only, and atomic writes
+(temp file + rename)."""
 
 from __future__ import annotations
 
 import gzip
 import os
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+import re
+import unicodedata
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import IO
 
+from probrank._files import atomic_open
 from probrank.exceptions import InputDataError
 
-__all__ = ["atomic_write", "read_text_lines"]
+__all__ = ["atomic_write", "check_separators", "read_text", "read_text_lines"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -36,15 +39,16 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
-def read_text_lines(path: str | os.PathLike[str]) -> list[str]:
-    """Read a (possibly gzipped) UTF-8 text file as a list of lines.
+def read_text(path: str | os.PathLike[str]) -> str:
+    """Read a (possibly gzipped) UTF-8 text file as one string with ``\n`` line ends.
 
-    Gzip is detected by its magic bytes, not by the file name. Lines are split on ``\\n`` only
-    (a trailing ``\\r`` is left for the caller's whitespace split to drop).
+    Gzip is detected by its magic bytes, not by the file name. A UTF-8 byte-order mark at the
+    start of the file is skipped; CRLF line ends become ``\n``.
 
     Raises:
-        InputDataError: the file is missing, not gzip when it claims to be, or not UTF-8 (the
-            message names the line and the offending byte).
+        InputDataError: the file is missing or unreadable, corrupt gzip data, bytes that are
+            not UTF-8, a NUL byte, or a carriage return that does not end a line (the message
+            names the line).
     """
     path = Path(path)
     data = _read_bytes(path)
@@ -56,36 +60,72 @@ def read_text_lines(path: str | os.PathLike[str]) -> list[str]:
         raise InputDataError(
             f"undecodable byte {bad!r} (file must be UTF-8)", path=path, line=line
         ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
     if "\x00" in text:
-        line = text.count("\n", 0, text.index("\x00")) + 1
-        raise InputDataError("NUL byte in a text file", path=path, line=line)
-    return text.split("\n")
+        raise InputDataError("NUL byte in a text file", path=path, line=_line_of(text, "\x00"))
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        if "\r" in text:
+            raise InputDataError(
+                "carriage return (CR) inside a line; line ends must be LF or CRLF",
+                path=path,
+                line=_line_of(text, "\r"),
+            )
+    return text
 
 
-@contextmanager
-def atomic_write(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
+def read_text_lines(path: str | os.PathLike[str]) -> list[str]:
+    """Read a (possibly gzipped) UTF-8 text file as a list of lines (see :func:`read_text`).
+
+    Raises:
+        InputDataError: as :func:`read_text`.
+    """
+    return read_text(path).split("\n")
+
+
+def _line_of(text: str, char: str) -> int:
+    """1-based line of the first ``char`` in ``text``."""
+    return text.count("\n", 0, text.index(char)) + 1
+
+
+# Whitespace that str.split() treats as a separator but TREC files may not use: anything but
+# ASCII space, tab and the line feed. (The ASCII ones are listed for a fast scan of ASCII text.)
+_FOREIGN_ASCII_SPACE = "\v\f\x1c\x1d\x1e\x1f"
+_FOREIGN_SPACE = re.compile(r"[^\S \t\n]")
+
+
+def check_separators(text: str, path: str | os.PathLike[str]) -> None:
+    """Check that the only whitespace in ``text`` is ASCII space, tab and line feed.
+
+    A no-break space (U+00A0), an ideographic space (U+3000), a vertical tab and the like
+    look like separators to Python's ``str.split`` but not to trec_eval, so they are an error
+    naming the line rather than a silent difference.
+
+    Raises:
+        InputDataError: the first other whitespace character, with its line.
+    """
+    if text.isascii():
+        if not any(char in text for char in _FOREIGN_ASCII_SPACE):
+            return
+    match = _FOREIGN_SPACE.search(text)
+    if match is None:
+        return
+    char = match.group()
+    raise InputDataError(
+        f"character U+{ord(char):04X} ({unicodedata.name(char, repr(char))}) is not a field "
+        "separator: fields are separated by ASCII spaces and tabs only",
+        path=path,
+        line=text.count("\n", 0, match.start()) + 1,
+    )
+
+
+def atomic_write(path: str | os.PathLike[str]) -> AbstractContextManager[IO[str]]:
     """Open ``path`` for writing text so that it appears whole or not at all.
 
-    Writes to a temporary file in the same folder, flushes and fsyncs it, then renames it over
-    ``path``. A name ending in ``.gz`` is gzip-compressed.
+    The package's one atomic writer, :func:`probrank._files.atomic_open` in text mode: a
+    temporary file in the same folder, fsynced and renamed over ``path``; a link is followed, a
+    device written in place, the umask respected, a missing folder an
+    :class:`~probrank.exceptions.InputDataError`; a name ending in ``.gz`` is gzip-compressed.
     """
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            if path.name.endswith(".gz"):
-                with gzip.open(raw, "wt", encoding="utf-8", newline="\n") as text:
-                    yield text
-            else:
-                with open(raw.fileno(), "w", encoding="utf-8", newline="\n", closefd=False) as text:
-                    yield text
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    return atomic_open(path, "w")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from tqdm.auto import tqdm
 
 from probrank._files import write_text_atomically
 from probrank.data.datasets.synthetic import SyntheticCollection, score_distribution_runs
+from probrank.exceptions import InputDataError
 
 __all__ = ["DemoContext", "run_demo"]
 
@@ -41,19 +43,46 @@ class DemoContext:
         return self.output_dir / name
 
 
-def run_demo(output_dir: Path = Path("probrank-demo"), seed: int = 0, quick: bool = False) -> Path:
-    """Generate the default collection, run every section, write ``report.md``.
+MAX_SEED = 2**32 - 1
+"""Largest seed (numpy's legacy generator, used by some libraries, stops here)."""
+
+
+def run_demo(
+    output_dir: Path = Path("probrank-demo"),
+    seed: int = 0,
+    quick: bool = False,
+    sections: Sequence[str] | None = None,
+) -> Path:
+    """Generate the default collection, run the sections, write ``report.md``.
 
     Args:
         output_dir: Report folder (created; generated runs go to ``data/`` inside).
-        seed: Seed of the data generator and the models.
+        seed: Seed of the data generator and the models, ``0 .. 2**32 - 1``.
         quick: Smallest sizes (used by the tests).
+        sections: Names of the sections to run, in the demo's order (None: all of
+            :data:`~probrank.demo.sections.SECTIONS`).
 
     Returns:
         The path of ``report.md``.
+
+    Raises:
+        InputDataError: a bad seed, an unknown section, or an ``output_dir`` that exists and is
+            not a folder.
     """
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise InputDataError(f"seed must be an integer from 0 to {MAX_SEED}, got {seed!r}")
+    output_dir = Path(output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise InputDataError("the report folder exists and is not a folder", path=output_dir)
     from probrank.demo.sections import SECTIONS
 
+    known = [name for name, _ in SECTIONS]
+    unknown = [name for name in sections or () if name not in known]
+    if unknown or (sections is not None and not sections):
+        raise InputDataError(
+            f"demo sections must be among {', '.join(known)}, got {list(sections or [])!r}"
+        )
+    chosen = [(n, f) for n, f in SECTIONS if sections is None or n in sections]
     start = time.perf_counter()
     output_dir.mkdir(parents=True, exist_ok=True)
     data_dir = output_dir / "data"
@@ -66,7 +95,7 @@ def run_demo(output_dir: Path = Path("probrank-demo"), seed: int = 0, quick: boo
         run.write(data_dir / f"{run.name}.run")
     ctx = DemoContext(collection=collection, output_dir=output_dir, seed=seed, quick=quick)
     print(
-        f"probrank demo: {len(SECTIONS)} sections on generated data "
+        f"probrank demo: {len(chosen)} sections on generated data "
         f"({'quick' if quick else 'under a minute on 2 CPU cores'}); report in {output_dir}/"
     )
     parts = [
@@ -76,7 +105,7 @@ def run_demo(output_dir: Path = Path("probrank-demo"), seed: int = 0, quick: boo
         "`probrank demo`.\n",
     ]
     timings: dict[str, float] = {}
-    bar = tqdm(SECTIONS, desc="demo", unit="section")
+    bar = tqdm(chosen, desc="demo", unit="section")
     for name, section in bar:
         bar.set_postfix_str(name)
         began = time.perf_counter()

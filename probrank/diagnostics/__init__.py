@@ -17,7 +17,13 @@ from probrank.diagnostics.arviz import (
 )
 from probrank.diagnostics.compare import compare_posteriors
 from probrank.diagnostics.convergence import ConvergenceReport, check_convergence
-from probrank.diagnostics.loo import LooResult, compare_models, loo
+from probrank.diagnostics.loo import (
+    PARETO_K_THRESHOLD,
+    LooResult,
+    compare_models,
+    loo,
+    loo_verdict,
+)
 from probrank.diagnostics.plots import (
     plot_forest,
     plot_posterior_comparison,
@@ -40,6 +46,7 @@ from probrank.diagnostics.pyro_model import from_pyro
 from probrank.diagnostics.summary import divergences, hdi, summary
 
 __all__ = [
+    "PARETO_K_THRESHOLD",
     "ConvergenceReport",
     "LooResult",
     "PPCResult",
@@ -53,6 +60,7 @@ __all__ = [
     "hdi",
     "layer_draws",
     "loo",
+    "loo_verdict",
     "output_layer_dims",
     "plot_forest",
     "plot_posterior_comparison",

@@ -14,11 +14,17 @@ source                                    posterior group
                                           ``sample_stats.diverging``
 a :class:`~probrank.nn.bayesian_linear.`  ``num_samples`` draws of every ``BayesianLinear``
 ``BayesianLinear`` or a ``PyroModule``    layer's ``weight`` and ``bias`` from its fitted
-holding some (e.g. the QLFusion net)      mean-field guide (one chain)
+holding some (e.g. the QLFusion net)      mean-field guide, or from ``guide=`` (one chain)
 a ``MultivariateNormal`` or               ``num_samples`` draws of a Laplace (Gaussian)
 ``(mean, covariance)``                    posterior, variable ``var_name`` (one chain)
-ArviZ data                                returned unchanged
+ArviZ data (``InferenceData``,            returned unchanged (sampling options are
+``DataTree``)                             ignored; options that would change it refused)
 ========================================  =================================================
+
+A layer fitted with another guide than its own (an ``AutoNormal`` over the whole model, say)
+keeps its own guide parameters at their initial values, which describe no posterior: such a
+layer is refused with a clear error unless the fitted guide is passed as ``guide=`` (its draws
+of the layer's sites are then converted), so a summary never silently shows an untrained layer.
 
 Pyro models fitted by SVI or NUTS, with posterior predictive draws and pointwise
 log-likelihoods (for PPC and LOO), go through :func:`probrank.diagnostics.from_pyro`.
@@ -31,12 +37,13 @@ label them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import singledispatch
 from typing import Any
 
 import numpy as np
 import torch
+from pyro import poutine
 from pyro.infer import MCMC
 from pyro.nn import PyroModule
 from torch import Tensor
@@ -50,6 +57,7 @@ from probrank.nn.bayesian_linear import BayesianLinear
 
 __all__ = [
     "from_draws",
+    "guide_draws",
     "layer_draws",
     "output_layer_dims",
     "summarize",
@@ -149,8 +157,9 @@ def to_inference_data(source: Any, **options: Any) -> Any:
         source: Draws, NUTS samples, a Pyro ``MCMC``, a Bayesian layer or module, a Gaussian
             (Laplace) posterior, or ArviZ data.
         **options: Per source: ``chains``; ``num_samples`` and ``seed`` (sampled sources);
-            ``var_name`` (Gaussians); and for all: ``dims``, ``coords``,
-            ``posterior_predictive``, ``log_likelihood``, ``observed_data``.
+            ``guide`` and ``guide_args`` (Bayesian layers fitted with another guide than
+            their own); ``var_name`` (Gaussians); and for all but ArviZ data: ``dims``,
+            ``coords``, ``posterior_predictive``, ``log_likelihood``, ``observed_data``.
 
     Returns:
         ``InferenceData`` (ArviZ 0.x) or ``DataTree`` (1.x).
@@ -159,15 +168,33 @@ def to_inference_data(source: Any, **options: Any) -> Any:
         InputDataError: an unsupported source or inconsistent draws.
     """
     if is_arviz_data(source):
-        return source
+        return _arviz_data(source, **options)
     raise InputDataError(
         f"cannot convert a {type(source).__name__} to ArviZ data; give draws, NutsSamples, a "
         "pyro MCMC, a BayesianLinear (or a PyroModule holding one) or a MultivariateNormal"
     )
 
 
+_SAMPLING_OPTIONS = frozenset({"num_samples", "seed", "chains"})
+
+
+def _arviz_data(source: Any, **options: Any) -> Any:
+    """ArviZ data as it is: its draws are already drawn, so sampling options do not apply;
+    options that would change the data (dims, coords, extra groups) are refused."""
+    changing = sorted(set(options) - _SAMPLING_OPTIONS)
+    if changing:
+        raise InputDataError(
+            f"ArviZ data is returned unchanged; cannot apply {changing} to it (rename or add "
+            "groups with ArviZ itself)"
+        )
+    return source
+
+
 @to_inference_data.register(Mapping)
 def _mapping(source: Mapping[str, ArrayLike], **options: Any) -> Any:
+    # ArviZ 0.x InferenceData is a Mapping of groups: it must not be read as draws
+    if is_arviz_data(source):
+        return _arviz_data(source, **options)
     return from_draws(source, **options)
 
 
@@ -192,49 +219,120 @@ def _site(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
+def guide_draws(
+    guide: Callable[..., Any], *args: Any, num_samples: int = 500, **kwargs: Any
+) -> dict[str, Tensor]:
+    """`S x *shape` draws of the latent sites of a guide (call inside a seeded scope).
+
+    Args:
+        guide: A fitted Pyro guide (autoguide, ``PyroModule`` method, or function).
+        *args: The guide's (= the model's) arguments.
+        num_samples: `S` draws.
+        **kwargs: Keyword arguments of the guide.
+
+    Returns:
+        ``{site: S x *shape}``.
+    """
+    if num_samples < 1:
+        raise InputDataError(f"num_samples must be positive, got {num_samples}")
+    draws: list[dict[str, Tensor]] = []
+    for _ in range(num_samples):
+        trace = poutine.trace(guide).get_trace(*args, **kwargs)
+        draws.append({name: torch.as_tensor(site["value"]).detach()
+                      for name, site in trace.nodes.items()
+                      if site["type"] == "sample" and not site["is_observed"]})  # fmt: skip
+    if not draws[0]:
+        raise InputDataError("the guide has no latent sample site")
+    return {name: torch.stack([d[name] for d in draws]) for name in draws[0]}
+
+
 def layer_draws(
-    module: PyroModule, num_samples: int = 1000, *, seed: int = 0
+    module: PyroModule,
+    num_samples: int = 1000,
+    *,
+    seed: int = 0,
+    guide: Callable[..., Any] | None = None,
+    guide_args: Sequence[Any] = (),
 ) -> tuple[dict[str, Tensor], dict[str, list[str]]]:
-    """Draws of every :class:`BayesianLinear` layer's weight and bias from its own guide.
+    """Draws of every :class:`BayesianLinear` layer's weight and bias from its fitted guide.
+
+    Without ``guide`` the draws come from each layer's own mean-field guide
+    (:meth:`~probrank.nn.bayesian_linear.BayesianLinear.guide`), which must have been fitted:
+    a layer whose own guide parameters are still at their initial values (never trained, or
+    trained through another guide) is refused. With ``guide`` (e.g. the ``AutoNormal`` that
+    SVI fitted) the draws are that guide's samples of the layers' sites.
 
     Args:
         module: A ``BayesianLinear`` or a ``PyroModule`` holding some.
         num_samples: `S` draws.
-        seed: Seeds the draws.
+        seed: Seeds the draws (the caller's RNG state is restored).
+        guide: The fitted guide to draw from, when it is not the layers' own.
+        guide_args: Positional arguments the guide needs (autoguides need none once fitted).
 
     Returns:
         ``({site: S x *batch x o x d | S x *batch x o}, {site: dims})``: site names as in the
         model trace (``output.weight``); dims ``(member, output, feature)`` for a single
         layer, prefixed by the layer's name (``output.feature``) when there are several.
+
+    Raises:
+        InputDataError: No ``BayesianLinear`` layer; a layer with an unfitted own guide and no
+            ``guide``; or a ``guide`` without the layers' sites.
     """
     if num_samples < 1:
         raise InputDataError(f"num_samples must be positive, got {num_samples}")
     layers = [m for _, m in module.named_modules() if isinstance(m, BayesianLinear)]
     if not layers:
         raise InputDataError(f"{type(module).__name__} holds no BayesianLinear layer")
-    generator = torch.Generator().manual_seed(seed)
+    if guide is not None:
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            torch.manual_seed(seed)
+            sampled = guide_draws(guide, *guide_args, num_samples=num_samples)
     draws: dict[str, Tensor] = {}
     dims: dict[str, list[str]] = {}
+    generator = torch.Generator().manual_seed(seed)
     for layer in layers:
         prefix = layer._pyro_name
         tag = "" if len(layers) == 1 else f"{prefix}."
         batch = [f"{tag}member" if i == 0 else f"{tag}member_{i}"
                  for i in range(len(layer.batch_shape))]  # fmt: skip
-        params = [("weight", layer.weight_loc, layer.weight_scale)]
-        if layer.has_bias:
-            params.append(("bias", layer.bias_loc, layer.bias_scale))
-        with torch.no_grad():
-            for name, loc, scale in params:
-                eps = torch.randn((num_samples, *loc.shape), generator=generator, dtype=loc.dtype)
-                draws[_site(prefix, name)] = loc.detach() + scale.detach() * eps
+        names = ["weight", "bias"] if layer.has_bias else ["weight"]
+        if guide is not None:
+            missing = [_site(prefix, n) for n in names if _site(prefix, n) not in sampled]
+            if missing:
+                raise InputDataError(f"the guide samples no site(s) {missing}")
+            draws.update({_site(prefix, n): sampled[_site(prefix, n)] for n in names})
+        elif not layer.guide_fitted:
+            raise InputDataError(
+                f"BayesianLinear layer {prefix or type(layer).__name__!r} still has the initial "
+                "parameters of its own guide, so it holds no posterior to summarise; if it was "
+                "fitted with another guide (e.g. AutoNormal), pass that guide: "
+                "summarize(module, guide=guide)"
+            )
+        else:
+            params = [("weight", layer.weight_loc, layer.weight_scale)]
+            if layer.has_bias:
+                params.append(("bias", layer.bias_loc, layer.bias_scale))
+            with torch.no_grad():
+                for name, loc, scale in params:
+                    eps = torch.randn((num_samples, *loc.shape), generator=generator,
+                                      dtype=loc.dtype)  # fmt: skip
+                    draws[_site(prefix, name)] = loc.detach() + scale.detach() * eps
         dims[_site(prefix, "weight")] = [*batch, f"{tag}output", f"{tag}feature"]
         dims[_site(prefix, "bias")] = [*batch, f"{tag}output"]
     return draws, dims
 
 
 @to_inference_data.register(PyroModule)
-def _module(source: PyroModule, *, num_samples: int = 1000, seed: int = 0, **options: Any) -> Any:
-    draws, dims = layer_draws(source, num_samples, seed=seed)
+def _module(
+    source: PyroModule,
+    *,
+    num_samples: int = 1000,
+    seed: int = 0,
+    guide: Callable[..., Any] | None = None,
+    guide_args: Sequence[Any] = (),
+    **options: Any,
+) -> Any:
+    draws, dims = layer_draws(source, num_samples, seed=seed, guide=guide, guide_args=guide_args)
     dims.update({k: list(v) for k, v in dict(options.pop("dims", None) or {}).items()})
     return from_draws(draws, chains=False, dims=dims, **options)
 
@@ -302,18 +400,23 @@ def summarize(
 ) -> Any:
     """One call from a fitted posterior to its ArviZ summary table.
 
-    ``summarize(net)`` for a fitted QLFusion net (its Bayesian output layer),
-    ``summarize(fit_nuts(model, ...))`` for NUTS draws (with R-hat, bulk/tail ESS and the
-    divergences in ``table.attrs``), ``summarize(mvn)`` for a Laplace posterior, or any
-    ArviZ data.
+    ``summarize(net)`` for a fitted QLFusion net (its Bayesian output layer, fitted with the
+    layer's own guide), ``summarize(layer, guide=auto_guide)`` for a layer fitted with an
+    autoguide, ``summarize(fit_nuts(model, ...))`` for NUTS draws (with R-hat, bulk/tail ESS
+    and the divergences in ``table.attrs``), ``summarize(mvn)`` for a Laplace posterior, or
+    any ArviZ data.
 
     Args:
         source: Anything :func:`to_inference_data` accepts.
         hdi_prob: HDI mass.
         var_names: Variables to summarise (default: all).
-        **options: Conversion options (``num_samples``, ``seed``, ``dims``, ...).
+        **options: Conversion options (``num_samples``, ``seed``, ``guide``, ``dims``, ...).
 
     Returns:
         The :func:`~probrank.diagnostics.summary.summary` table (a ``pandas.DataFrame``).
+
+    Raises:
+        InputDataError: The source holds no posterior (e.g. a layer whose own guide was never
+            fitted and no ``guide``), or cannot be converted.
     """
     return summary(to_inference_data(source, **options), hdi_prob=hdi_prob, var_names=var_names)

@@ -232,7 +232,8 @@ def save_posterior_summary(
 
     Args:
         data: ArviZ data (e.g. ``to_inference_data(fitted)``).
-        path: The PNG to write (atomically; parent folders are created).
+        path: The PNG to write (atomically; its folder must exist: a missing one is an
+            ``InputDataError``, as for every file probrank writes).
         var_names: Variables to show (default: all).
         hdi_prob: HDI mass.
         max_params: Forest-plot rows at most.

@@ -24,42 +24,11 @@ from pyro import poutine
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from probrank.diagnostics.arviz import from_draws
+from probrank.diagnostics.arviz import from_draws, guide_draws
 from probrank.exceptions import InputDataError
 from probrank.inference.mcmc import NutsSamples
 
 __all__ = ["from_pyro", "guide_draws", "replay"]
-
-
-def _latent_sites(trace: Any) -> dict[str, Tensor]:
-    return {
-        name: site["value"].detach()
-        for name, site in trace.nodes.items()
-        if site["type"] == "sample" and not site["is_observed"]
-    }
-
-
-def guide_draws(
-    guide: Callable[..., Any], *args: Any, num_samples: int = 500, **kwargs: Any
-) -> dict[str, Tensor]:
-    """`S x *shape` draws of the latent sites of a guide (call inside a seeded scope).
-
-    Args:
-        guide: A fitted Pyro guide (autoguide, ``PyroModule`` method, or function).
-        *args: The guide's (= the model's) arguments.
-        num_samples: `S` draws.
-        **kwargs: Keyword arguments of the guide.
-
-    Returns:
-        ``{site: S x *shape}``.
-    """
-    if num_samples < 1:
-        raise InputDataError(f"num_samples must be positive, got {num_samples}")
-    draws = [_latent_sites(poutine.trace(guide).get_trace(*args, **kwargs))
-             for _ in range(num_samples)]  # fmt: skip
-    if not draws[0]:
-        raise InputDataError("the guide has no latent sample site")
-    return {name: torch.stack([d[name] for d in draws]) for name in draws[0]}
 
 
 def replay(

@@ -1,23 +1,63 @@
 """On-disk cache of frozen encoder outputs, keyed by model, revision, settings and text hash.
 
-Entries live in shards ``<root>/<model key>/shard-<hash>.pt``, each a ``{"keys": [...],
-"values": Tensor}`` dict written atomically (temporary file + rename) and read back with
-``torch.load(..., weights_only=True)``. A shard is never rewritten, so two processes that fill
-the same cache at once at worst encode some texts twice.
+Entries live in shards ``<root>/<namespace>/shard-<hash>.pt``, each a dict written atomically
+(temporary file + rename) and read back with ``torch.load(..., weights_only=True)``::
+
+    {"header": {"format": "probrank-embedding-cache", "version": 2,
+                "identity": {"model": ..., "revision": ..., <settings that shape the vectors>},
+                "shape": [n, d], "dtype": "torch.float32", "checksum": <SHA-256 hex>,
+                "written_by": {"probrank": ..., "torch": ...}},
+     "keys": [n key strings], "values": <n x d float32 tensor>}
+
+The checksum is a SHA-256 of the keys, the shape, the dtype and the tensor's bytes
+(:func:`shard_checksum`).
+
+Integrity. A shard that cannot be read (missing, truncated, garbage), whose checksum does not
+match, whose shape or dtype is not what its header and the cache expect, or that was written
+for another model, revision or settings (stale; also a shard of an older probrank without a
+header) is never used: its entries count as missing and are recomputed, the shard is deleted
+(the recomputed vectors are written as a new shard, under the same name when the same texts are
+encoded), and a single :class:`CacheWarning` per cache object names how many shards were
+dropped and why. No damaged entry raises a traceback.
+
+A shard is written whole or not at all (:func:`probrank._files.write_atomically`) and never
+modified in place, so two processes that fill the same cache at once at worst encode some texts
+twice, and a run killed while writing leaves no partial shard.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import json
+import os
+import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from probrank._files import write_atomically
 
-__all__ = ["EmbeddingCache", "project_root", "resolve_cache_dir", "text_key"]
+__all__ = [
+    "CACHE_FORMAT",
+    "CACHE_VERSION",
+    "CacheWarning",
+    "EmbeddingCache",
+    "project_root",
+    "resolve_cache_dir",
+    "shard_checksum",
+    "text_key",
+]
+
+CACHE_FORMAT = "probrank-embedding-cache"
+CACHE_VERSION = 2
+_DTYPE = torch.float32
+
+
+class CacheWarning(UserWarning):
+    """A cache entry was truncated, corrupted or stale: it was ignored and is recomputed."""
 
 
 def text_key(*parts: str) -> str:
@@ -27,6 +67,24 @@ def text_key(*parts: str) -> str:
         data = part.encode("utf-8")
         digest.update(len(data).to_bytes(8, "little"))
         digest.update(data)
+    return digest.hexdigest()
+
+
+def shard_checksum(keys: Sequence[str], values: Tensor) -> str:
+    """SHA-256 hex digest of a shard's keys, shape, dtype and tensor bytes.
+
+    Args:
+        keys: `n` keys.
+        values: `n x d` CPU tensor.
+    """
+    digest = hashlib.sha256(CACHE_FORMAT.encode() + b"\0")
+    digest.update(len(keys).to_bytes(8, "little"))
+    for key in keys:
+        data = key.encode("utf-8")
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    digest.update(json.dumps([list(values.shape), str(values.dtype)]).encode())
+    digest.update(values.detach().contiguous().cpu().numpy().tobytes())
     return digest.hexdigest()
 
 
@@ -65,27 +123,127 @@ def resolve_cache_dir(cache_dir: str | Path | None, config_path: str | Path) -> 
     return base / path
 
 
+class _BadShard(Exception):
+    """Why a shard cannot be used (internal)."""
+
+
+def _canonical(value: Mapping[str, Any]) -> dict[str, Any]:
+    """``value`` as it reads back from JSON (tuples become lists), so headers compare equal."""
+    try:
+        return dict(json.loads(json.dumps(dict(value), sort_keys=True)))
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"cache identity must be JSON-serialisable: {error}") from None
+
+
 class EmbeddingCache:
     """A key -> vector store for one model and one set of encoding settings.
 
     Args:
         root: Cache folder.
         namespace: Model name, revision and settings, made into a folder name.
+        identity: What determines the vectors (model id, revision, pooling, ...; JSON values).
+            Written into every shard's header; a shard whose header differs is stale.
+        dim: The width ``d`` every vector must have (None: any, as long as the shard is
+            consistent).
+
+    Attributes:
+        folder: ``root / namespace``.
+        dropped: ``(shard, reason)`` of the shards found damaged or stale (and deleted).
     """
 
-    def __init__(self, root: str | Path, namespace: str) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        namespace: str,
+        *,
+        identity: Mapping[str, Any] | None = None,
+        dim: int | None = None,
+    ) -> None:
         self.folder = Path(root) / namespace
+        self.identity = _canonical(identity or {})
+        self.dim = dim
+        self.dropped: list[tuple[Path, str]] = []
         self._store: dict[str, Tensor] | None = None
+
+    # -- reading -------------------------------------------------------------------------------
 
     def _load(self) -> dict[str, Tensor]:
         if self._store is None:
             store: dict[str, Tensor] = {}
             if self.folder.is_dir():
                 for shard in sorted(self.folder.glob("shard-*.pt")):
-                    content = torch.load(shard, weights_only=True)
-                    store.update(zip(content["keys"], content["values"], strict=True))
+                    try:
+                        before = shard.stat()
+                    except OSError:  # e.g. deleted by another process since the glob
+                        continue
+                    try:
+                        keys, values = self._read(shard)
+                    except _BadShard as bad:
+                        self._drop(shard, str(bad), before)
+                        continue
+                    store.update(zip(keys, values, strict=True))
             self._store = store
+            self._warn()
         return self._store
+
+    def _read(self, shard: Path) -> tuple[list[str], Tensor]:
+        try:
+            content = torch.load(shard, map_location="cpu", weights_only=True)
+        except Exception as error:  # truncated, garbage, not a torch file: any failure is damage
+            raise _BadShard(f"unreadable ({type(error).__name__})") from None
+        if not isinstance(content, dict):
+            raise _BadShard("not a cache shard")
+        header = content.get("header")
+        if not isinstance(header, dict):
+            raise _BadShard("no header (written by an older probrank)")
+        if header.get("format") != CACHE_FORMAT or header.get("version") != CACHE_VERSION:
+            raise _BadShard(
+                f"format {header.get('format')!r} version {header.get('version')!r}, "
+                f"expected {CACHE_FORMAT!r} version {CACHE_VERSION}"
+            )
+        identity = header.get("identity")
+        if identity != self.identity:
+            raise _BadShard("stale: " + _difference(identity, self.identity))
+        keys, values = content.get("keys"), content.get("values")
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            raise _BadShard("keys are not a list of strings")
+        if not isinstance(values, Tensor):
+            raise _BadShard("values are not a tensor")
+        shape = [int(s) for s in values.shape]
+        if header.get("shape") != shape or values.dim() != 2 or shape[0] != len(keys):
+            raise _BadShard(
+                f"shape {shape} with {len(keys)} keys, header says {header.get('shape')!r}"
+            )
+        if self.dim is not None and shape[1] != self.dim:
+            raise _BadShard(f"vectors of width {shape[1]}, expected {self.dim}")
+        if values.dtype != _DTYPE or header.get("dtype") != str(_DTYPE):
+            raise _BadShard(f"dtype {values.dtype} (header {header.get('dtype')!r}), not {_DTYPE}")
+        if header.get("checksum") != shard_checksum(keys, values):
+            raise _BadShard("checksum mismatch")
+        return keys, values
+
+    def _drop(self, shard: Path, reason: str, before: os.stat_result) -> None:
+        self.dropped.append((shard, reason))
+        try:  # delete it unless another process has just replaced it with a new file
+            now = shard.stat()
+            if (now.st_ino, now.st_mtime_ns) == (before.st_ino, before.st_mtime_ns):
+                shard.unlink()
+        except OSError:
+            pass
+
+    def _warn(self) -> None:
+        if not self.dropped:
+            return
+        shard, reason = self.dropped[0]
+        more = f" (and {len(self.dropped) - 1} more)" if len(self.dropped) > 1 else ""
+        warnings.warn(
+            f"embedding cache {self.folder}: ignored {len(self.dropped)} damaged or stale "
+            f"shard(s): {shard.name}: {reason}{more}; their vectors are recomputed",
+            CacheWarning,
+            stacklevel=2,
+        )
+
+    # -- the store -----------------------------------------------------------------------------
 
     def __len__(self) -> int:
         return len(self._load())
@@ -101,11 +259,51 @@ class EmbeddingCache:
         return torch.stack([store[k] for k in keys])
 
     def put(self, keys: Sequence[str], values: Tensor) -> None:
-        """Add `n x d` ``values`` under ``keys`` and write them as one new shard."""
+        """Add `n x d` ``values`` under ``keys`` and write them as one new shard.
+
+        Raises:
+            ValueError: ``values`` is not `len(keys) x d` (with ``d = dim`` when set).
+        """
         if not keys:
             return
-        values = values.detach().to("cpu", torch.float32).contiguous()
+        keys = list(keys)
+        values = values.detach().to("cpu", _DTYPE).contiguous()
+        if values.dim() != 2 or values.shape[0] != len(keys):
+            raise ValueError(f"{len(keys)} keys but values of shape {tuple(values.shape)}")
+        if self.dim is not None and values.shape[1] != self.dim:
+            raise ValueError(f"vectors of width {values.shape[1]}, the cache holds {self.dim}")
         self._load().update(zip(keys, values, strict=True))
         name = "shard-" + text_key(*keys)[:24] + ".pt"
-        payload = {"keys": list(keys), "values": values}
+        header = {
+            "format": CACHE_FORMAT,
+            "version": CACHE_VERSION,
+            "identity": self.identity,
+            "shape": [int(s) for s in values.shape],
+            "dtype": str(values.dtype),
+            "checksum": shard_checksum(keys, values),
+            "written_by": _written_by(),
+        }
+        payload = {"header": header, "keys": keys, "values": values}
+        self.folder.mkdir(parents=True, exist_ok=True)
         write_atomically(self.folder / name, lambda temp: torch.save(payload, temp))
+
+
+def _difference(stored: object, expected: dict[str, Any]) -> str:
+    """Which identity fields of a stale shard differ, e.g. ``revision 'a1' (expected 'b2')``."""
+    if not isinstance(stored, dict):
+        return "no model identity in the header"
+    fields = sorted(set(stored) | set(expected))
+    changed = [
+        f"{name} {stored.get(name)!r} (expected {expected.get(name)!r})"
+        for name in fields
+        if stored.get(name) != expected.get(name)
+    ]
+    return "written for " + ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else "")
+
+
+def _written_by() -> dict[str, str]:
+    from probrank import __version__
+
+    # plain ``str``: ``torch.__version__`` is a ``TorchVersion``, a class that
+    # ``torch.load(weights_only=True)`` refuses to unpickle (every shard would read as damaged)
+    return {"probrank": str(__version__), "torch": str(torch.__version__)}

@@ -89,8 +89,11 @@ class TransformerEncoder(nn.Module):
     Args:
         name_or_path: A local model folder; default: the packaged all-MiniLM-L6-v2. Loaded with
             ``local_files_only=True`` (nothing is downloaded).
-        mode: ``"cross"`` or ``"bi"`` (:class:`EncoderMode`).
-        pooling: ``"cls"`` or ``"mean"`` (:class:`Pooling`).
+        mode: ``"cross"`` (the default: a cross-encoder) or ``"bi"`` (:class:`EncoderMode`).
+        pooling: ``"cls"`` (the default) or ``"mean"`` (:class:`Pooling`). The packaged
+            all-MiniLM-L6-v2 is a sentence (bi-)encoder trained with mean pooling: pass
+            ``mode="bi", pooling="mean"`` for it, as the experiment configs do
+            (:func:`probrank.encoders.encoder_from_config` defaults to those two).
         max_length: Token limit per sequence (longer inputs are truncated).
         batch_size: Sequences per forward pass.
         device: Torch device; default CUDA when present, else CPU.
@@ -148,7 +151,9 @@ class TransformerEncoder(nn.Module):
         }
         namespace = f"{path.name}-{text_key(json.dumps(settings, sort_keys=True))[:16]}"
         self.cache = (
-            EmbeddingCache(cache_dir, namespace) if cache_dir is not None and freeze else None
+            EmbeddingCache(cache_dir, namespace, identity=settings, dim=self.hidden_size)
+            if cache_dir is not None and freeze
+            else None
         )
         self.num_encoded = 0
         """Sequences passed through the transformer so far (cache hits do not count)."""

@@ -1,15 +1,15 @@
-"""Evaluation: trec_eval-exact measures, significance tests, calibration, tensor metrics."""
+"""Evaluation: trec_eval-exact measures, significance tests, calibration, tensor metrics.
 
-from probrank.evaluation.calibration import (
-    CalibrationKind,
-    ReliabilityCurve,
-    brier_score,
-    expected_calibration_error,
-    maximum_calibration_error,
-    negative_log_likelihood,
-    plot_reliability_diagram,
-    reliability_curve,
-)
+The trec_eval measures (:mod:`probrank.evaluation.measures`) import neither torch nor pandas;
+calibration, significance tests and tensor metrics are imported on first use, so that
+``probrank eval`` starts fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from probrank.evaluation.measures import (
     DEFAULT_MEASURES,
     Evaluator,
@@ -17,16 +17,65 @@ from probrank.evaluation.measures import (
     evaluate_per_query,
     parse_measures,
 )
-from probrank.evaluation.significance import Correction, SignificanceTest, compare, paired_test
-from probrank.evaluation.tensor_metrics import (
-    average_precision,
-    evaluate_batch,
-    ndcg_at_k,
-    precision_at_k,
-    recall_at_k,
-    recall_n_at_k,
-    reciprocal_rank,
-)
+
+if TYPE_CHECKING:
+    from probrank.evaluation.calibration import (
+        CalibrationKind,
+        ReliabilityCurve,
+        brier_score,
+        expected_calibration_error,
+        maximum_calibration_error,
+        negative_log_likelihood,
+        plot_reliability_diagram,
+        reliability_curve,
+    )
+    from probrank.evaluation.significance import (
+        Correction,
+        SignificanceTest,
+        compare,
+        paired_test,
+    )
+    from probrank.evaluation.tensor_metrics import (
+        average_precision,
+        evaluate_batch,
+        ndcg_at_k,
+        precision_at_k,
+        recall_at_k,
+        recall_n_at_k,
+        reciprocal_rank,
+    )
+
+_LAZY = {
+    **dict.fromkeys(
+        [
+            "CalibrationKind",
+            "ReliabilityCurve",
+            "brier_score",
+            "expected_calibration_error",
+            "maximum_calibration_error",
+            "negative_log_likelihood",
+            "plot_reliability_diagram",
+            "reliability_curve",
+        ],
+        "probrank.evaluation.calibration",
+    ),
+    **dict.fromkeys(
+        ["Correction", "SignificanceTest", "compare", "paired_test"],
+        "probrank.evaluation.significance",
+    ),
+    **dict.fromkeys(
+        [
+            "average_precision",
+            "evaluate_batch",
+            "ndcg_at_k",
+            "precision_at_k",
+            "recall_at_k",
+            "recall_n_at_k",
+            "reciprocal_rank",
+        ],
+        "probrank.evaluation.tensor_metrics",
+    ),
+}
 
 __all__ = [
     "DEFAULT_MEASURES",
@@ -54,3 +103,10 @@ __all__ = [
     "reciprocal_rank",
     "reliability_curve",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

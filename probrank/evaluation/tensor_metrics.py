@@ -226,9 +226,17 @@ def evaluate_batch(
 ) -> dict[str, Tensor]:
     """Per-query metric values on a batch, from its own scores or from a model's.
 
+    Every measure sees only the batch's `depth` candidates per query (the run cut at
+    ``RankingBatch.from_run(..., depth=...)``). In particular ``AP`` is **AP at the batch
+    depth**: relevant documents ranked below the depth (or never retrieved) add 0 to the sum
+    while still counting in the denominator (all relevant documents of the qrels), so it
+    equals trec_eval's AP on the run cut at that depth, and is at most the AP of the full run
+    when the run retrieves more than `depth` documents.
+
     Args:
         batch: Candidates with gains and relevant counts.
-        measures: Names: ``P@k``, ``R@k``, ``nDCG@k``, ``AP``, ``RR``, ``Rn@k`` (e.g. ``R10@1``).
+        measures: Names: ``P@k``, ``R@k``, ``nDCG@k``, ``AP`` (at the batch depth), ``RR``,
+            ``Rn@k`` (e.g. ``R10@1``).
         scores: `num_queries x depth` scores to rank by; default: ``batch.scores``.
 
     Returns:

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
+from probrank._files import check_output_path
+from probrank.data._io import read_text
 from probrank.data.trec import Qrels, Run
 from probrank.evaluation.measures import evaluate
 from probrank.exceptions import InputDataError
@@ -27,6 +30,7 @@ from probrank.experiments.qlfusion.variants import (
 )
 from probrank.experiments.selection import top_runs as select_top_runs
 from probrank.fusion.fuse import fuse
+from probrank.fusion.normalize import ScoreOverflowError, normalize_lists, top_documents
 
 __all__ = ["FUSED_MEASURES", "fuse_command"]
 
@@ -35,6 +39,9 @@ FUSED_MEASURES = (
 )  # fmt: skip
 
 _LEARNED = {"qlfusion", "qlfusion_plus"}
+_OWN_NORMALISATIONS = {"rrf": (), "meta": ("minmax",)}
+"""Normalisations a method applies instead of ``norm`` (the others apply ``norm``; the
+learned methods also describe each list by its min-max scores)."""
 
 
 def fuse_command(
@@ -77,17 +84,26 @@ def fuse_command(
         ``{measure: value}``: P, R and nDCG at 5, 10 and 20, and AP of the fused run.
 
     Raises:
-        InputDataError: unreadable inputs or bad options.
+        InputDataError: unreadable inputs, bad options, an output that cannot be written, or
+            scores so far apart that normalising them overflows (naming the run file and line);
+            all before any fusion or training.
     """
     if not run_paths:
         raise InputDataError("give at least one run file")
+    check_output_path(output)  # now, not after the training
     qrels = Qrels.read(qrels_path)
     runs = [Run.read(p, on_duplicate=on_duplicate) for p in run_paths]
     names = [r.name for r in runs]
     if len(set(names)) != len(names):
         raise InputDataError(f"run names must be distinct, got {names}")
+    paths = {run.name: Path(path) for run, path in zip(runs, run_paths, strict=True)}
     if top_runs is not None:
         runs = select_top_runs(qrels, runs, top_runs, "AP")
+    norms = _OWN_NORMALISATIONS.get(method, (norm,) if method not in _LEARNED else (norm, "minmax"))
+    for run in runs:
+        _check_normalisable(run, paths[run.name], norms, depth)
+        if method == "qlfusion_plus":
+            _check_float32(run, paths[run.name], depth)
     if method in _LEARNED:
         plus = VARIANTS[method].inputs is Inputs.PLUS
         data = prepare_cv(runs, qrels, folds=folds, depth=depth, fold_seed=seed, plus=plus)
@@ -107,3 +123,45 @@ def fuse_command(
         fused = fuse(runs, method, norm=norm, depth=depth, seed=seed, name=method)
     fused.write(output)
     return evaluate(qrels, fused, list(FUSED_MEASURES))
+
+
+def _check_normalisable(run: Run, path: Path, norms: Sequence[str], depth: int) -> None:
+    """Raise, naming ``path`` and the line, if a normalisation of ``run`` overflows."""
+    for norm in norms:
+        try:
+            normalize_lists(run.as_dict(), norm, depth)
+        except ScoreOverflowError as exc:
+            line = _line_of(path, exc.query, exc.document, exc.score)
+            raise InputDataError(exc.reason, path=path, line=line) from None
+
+
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _check_float32(run: Run, path: Path, depth: int) -> None:
+    """Raise, naming ``path`` and the line, if a top-``depth`` score is beyond the float32 range
+    of ``qlfusion_plus``'s list descriptors (the top, bottom and mean raw scores)."""
+    for qid, docs in run.as_dict().items():
+        for doc, score in top_documents(docs, depth):
+            if abs(score) > _FLOAT32_MAX:
+                raise InputDataError(
+                    f"score {score!r} of document {doc!r} for query {qid!r} is beyond the "
+                    "float32 range (3.4e38) of qlfusion_plus's list descriptors",
+                    path=path,
+                    line=_line_of(path, qid, doc, score),
+                )
+
+
+def _line_of(path: Path, query: str, document: str, score: float) -> int | None:
+    """1-based line of ``path`` that gives ``document`` of ``query`` the score ``score``
+    (the first such line, as the reader's duplicate check counts lines)."""
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
+        fields = line.split()
+        if (
+            len(fields) >= 6
+            and fields[0] == query
+            and fields[2] == document
+            and float(fields[4]) == score
+        ):
+            return number
+    return None

@@ -228,6 +228,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     result = ExperimentResult(title, values, extra={"selected on validation": chosen}, notes=notes)
     if not smoke and config.get("output", {}).get("save", True):
         folder = config_path.parent / config.get("output", {}).get("folder", "results")
+        folder.mkdir(parents=True, exist_ok=True)
         payload = {"title": title, "values": values, "extra": result.extra, "notes": notes}
         write_text_atomically(
             folder / f"{config_path.stem}.json", json.dumps(payload, indent=2) + "\n"

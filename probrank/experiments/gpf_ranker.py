@@ -207,16 +207,18 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         families.append(Family.TEMPERATURE)
     from probrank.encoders.config import encoder_from_config
 
+    loaded = {}
+    for role in ("train", "validation", "test"):  # every file is read before the encoder loads
+        if role not in data:
+            raise InputDataError(f"[data] {role} missing", path=config_path)
+        loaded[role] = load_split(data[role], data, smoke)
     encoder = encoder_from_config(
         config.get("encoder"),
         config_path,
         show_progress=not config.get("experiment", {}).get("quiet", False),
     )
     splits = {}
-    for role in ("train", "validation", "test"):
-        if role not in data:
-            raise InputDataError(f"[data] {role} missing", path=config_path)
-        lists = load_split(data[role], data, smoke)
+    for role, lists in loaded.items():
         features, labels = pair_features(encoder, lists)
         splits[role] = (lists, features, labels)
     mean = splits["train"][1].mean(0)
@@ -336,6 +338,7 @@ def _save(
     output: dict[str, Any],
 ) -> None:
     folder = base / output.get("folder", "results")
+    folder.mkdir(parents=True, exist_ok=True)
     panels = {
         f"{stem}, seed 0: no temperature": (
             {n: p for n, p in probs.items() if not n.endswith("+T")},

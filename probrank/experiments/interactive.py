@@ -1,8 +1,8 @@
 """Interactive answer selection: simulated sessions per posterior x strategy x user noise.
 
-For each seed the Siamese network is warm-started on MEDIQA 2019 train (early stopping on
-MEDIQA validation; :mod:`probrank.experiments.interactive_warmstart`). For every question of the
-evaluation set a fresh posterior over its candidates is built, a
+For each seed an :class:`~probrank.models.InteractiveRanker` is warm-started on MEDIQA 2019
+train (early stopping on MEDIQA validation; :mod:`probrank.models.interactive.warmstart`). For
+every question of the evaluation set the ranker's session over its candidates is built, a
 :class:`~probrank.interactive.users.SimulatedUser` with noise ``t`` answers the pairs a strategy
 picks, and after 0, 1, 2, 4, 10 judgements the ranking by posterior mean is scored: matching
 accuracy (the top answer has the question's maximal grade) and NDCG@5 (gain grade - 1). Each
@@ -45,15 +45,15 @@ from probrank.experiments.interactive_data import (
 from probrank.experiments.interactive_models import (
     InteractiveOptions,
     PosteriorKind,
-    model_factory,
-    needs_warm_start,
+    ranker_settings,
 )
 from probrank.experiments.interactive_synthetic import synthetic_questions
-from probrank.experiments.interactive_warmstart import WarmStart, train_warm_start
 from probrank.experiments.results import ExperimentResult
 from probrank.interactive.metrics import ranking_curves
-from probrank.interactive.simulate import simulate
+from probrank.interactive.simulate import simulate_session
 from probrank.interactive.users import SimulatedUser
+from probrank.models.interactive.model import InteractiveRanker
+from probrank.models.interactive.warmstart import WarmStart
 
 __all__ = [
     "REPORTED_ROUNDS",
@@ -153,22 +153,29 @@ class ExperimentData:
         self.options = options
         self.cache_dir = cache_dir
 
-    def warm_start(self, seed: int, kind: PosteriorKind, options: InteractiveOptions) -> WarmStart:
-        """The warm start of ``seed`` with what ``kind`` needs (SWAG, ensemble members)."""
+    def ranker(
+        self,
+        seed: int,
+        kind: PosteriorKind,
+        options: InteractiveOptions,
+        strategy: Strategy | str = Strategy.EI,
+    ) -> InteractiveRanker:
+        """The :class:`~probrank.models.InteractiveRanker` of ``seed``: warm-started (through
+        the cache) with what ``kind`` needs (SWAG, ensemble members), unless it needs none."""
+        ranker = InteractiveRanker(ranker_settings(kind, options, seed, strategy))
+        if not ranker.settings.needs_warm_start:
+            return ranker
         if self._blocks is None:
             self._blocks = self._warm_start_data()
         (train_x, train_g), (val_x, val_g) = self._blocks
-        return train_warm_start(
-            train_x,
-            train_g,
-            val_x,
-            val_g,
-            options.warm_start,
-            seed=seed,
-            swag=kind is PosteriorKind.SWAG,
-            ensemble=kind is PosteriorKind.ENSEMBLE,
-            cache_dir=self.cache_dir,
-        )
+        return ranker.fit_features(train_x, train_g, val_x, val_g, cache_dir=self.cache_dir)
+
+    def warm_start(self, seed: int, kind: PosteriorKind, options: InteractiveOptions) -> WarmStart:
+        """The warm start of ``seed`` with what ``kind`` needs (SWAG, ensemble members)."""
+        warm = self.ranker(seed, kind, options).warm_start
+        if warm is None:
+            raise InputDataError(f"posterior {kind.value!r} uses no warm start")
+        return warm
 
 
 def load_experiment_data(
@@ -262,16 +269,14 @@ def run_cell(
         total=seeds * len(data.questions), desc=cell.name, unit="question", disable=not progress
     )
     for seed in range(first_seed, first_seed + seeds):
-        warm = (
-            data.warm_start(seed, cell.posterior, options)
-            if needs_warm_start(cell.posterior, options)
-            else None
-        )
+        ranker = data.ranker(seed, cell.posterior, options, cell.strategy)
         accuracy, ndcg = [], []
         for question in data.questions:
-            factory = model_factory(cell.posterior, warm, question, options, seed)
+            session = ranker.session(
+                question.query, question.candidates, seed=seed, features=question.features
+            )
             user = SimulatedUser(question.utilities, cell.noise, user_seed(seed, question.qid))
-            trace = simulate(factory, user, cell.strategy, rounds=rounds, seed=seed)
+            trace = simulate_session(session, user, rounds)
             curves = ranking_curves(trace.rankings, question.grades, k=5)
             accuracy.append(curves["accuracy"])
             ndcg.append(curves["ndcg@5"])
@@ -356,6 +361,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         }
         curves[cell.name] = {**result.to_json(), "per_seed_accuracy": result.accuracy}
         if save:  # after every cell, so that an interrupted grid keeps what it measured
+            folder.mkdir(parents=True, exist_ok=True)
             payload = {"title": title, "values": values, "curves": curves, "notes": notes}
             write_json_atomic(folder / f"{config_path.stem}.json", payload)
     return ExperimentResult(title, values, notes=notes)

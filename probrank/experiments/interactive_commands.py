@@ -22,12 +22,7 @@ from probrank.experiments.interactive import (
     load_experiment_data,
     run_cell,
 )
-from probrank.experiments.interactive_models import (
-    InteractiveOptions,
-    PosteriorKind,
-    model_factory,
-    needs_warm_start,
-)
+from probrank.experiments.interactive_models import InteractiveOptions, PosteriorKind
 from probrank.experiments.results import ExperimentResult
 
 __all__ = ["human_session", "interactive_command"]
@@ -61,7 +56,7 @@ def interactive_command(
     from probrank.experiments import load_config
 
     torch.set_num_threads(threads)
-    cfg = load_config(config) if config else {}
+    cfg = load_config(config, protocol="interactive") if config else {}
     options = InteractiveOptions.from_config(cfg)
     cell = Cell(
         parse_enum(PosteriorKind, posterior, "posterior"),
@@ -94,7 +89,7 @@ def interactive_command(
 def human_session(
     *,
     data: str,
-    question: str,
+    question: str | None = None,
     posterior: str = "laplace",
     strategy: str = "ei",
     rounds: int | None = None,
@@ -104,12 +99,16 @@ def human_session(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     config: str | None = None,
+    threads: int = 1,
 ) -> list[int]:
     """A real session in the terminal on one question; returns the final ranking.
 
+    The end prints the number of judgements in the log (those made before a ``--resume``
+    included; skips are not judgements), or in this session when nothing is logged.
+
     Args:
         data: ``"liveqa-med"``, ``"mediqa"`` or ``"synthetic"``.
-        question: Question id (``TQ5``).
+        question: Question id (``TQ5``); not needed with ``resume`` (the log names it).
         posterior: Posterior kind.
         strategy: Strategy name.
         rounds: Stop after this many judgements (default: until quit or exhausted).
@@ -120,22 +119,68 @@ def human_session(
         stdin: Input stream (default ``sys.stdin``).
         stdout: Output stream (default ``sys.stdout``).
         config: TOML whose option tables override the defaults (as for simulations).
+        threads: Torch intra-op threads while the session runs (restored afterwards). The
+            default 1 is what the simulations use (``interactive_command``, the ``interactive``
+            protocol), so that the warm start trained here is the very network they train and
+            cache; the warm-start cache key records the thread count, which changes the
+            trained weights.
     """
-    from probrank.interactive.session import InteractiveSession
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise InputDataError(f"threads must be a positive integer, got {threads!r}")
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return _human_session(
+            data=data,
+            question=question,
+            posterior=posterior,
+            strategy=strategy,
+            rounds=rounds,
+            seed=seed,
+            log=log,
+            resume=resume,
+            stdin=stdin,
+            stdout=stdout,
+            config=config,
+        )
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _human_session(
+    *,
+    data: str,
+    question: str | None,
+    posterior: str,
+    strategy: str,
+    rounds: int | None,
+    seed: int,
+    log: str | None,
+    resume: str | None,
+    stdin: TextIO | None,
+    stdout: TextIO | None,
+    config: str | None,
+) -> list[int]:
+    from probrank.interactive.log import SessionLog, read_log
     from probrank.interactive.users import TerminalUser
 
     if log and resume:
         raise InputDataError("pass --log to start a session or --resume to continue one, not both")
     if resume:  # the log says which question, posterior and seed the session used
-        from probrank.interactive.log import read_log
-
-        logged = read_log(resume).header.get("metadata") or {}
-        question = str(logged.get("question", question))
+        # read under its lock before any data is loaded or encoded, so that a log in use by
+        # another process (or malformed) is refused at once; a torn last line is reported
+        # and cut off here, once
+        probe = SessionLog.reopen(resume)
+        probe.close()
+        logged = probe.contents.header.get("metadata") or {}
+        question = str(logged["question"]) if "question" in logged else question
         posterior = str(logged.get("posterior", posterior))
         seed = int(logged.get("seed", seed))
+    if not question:
+        raise InputDataError("--human needs --question (e.g. --question TQ5)")
     from probrank.experiments import load_config
 
-    cfg = load_config(config) if config else {}
+    cfg = load_config(config, protocol="interactive") if config else {}
     source = load_experiment_data(
         data,
         "test",
@@ -150,29 +195,37 @@ def human_session(
         )
     item = chosen[0]
     kind = parse_enum(PosteriorKind, posterior, "posterior")
-    warm = (
-        source.warm_start(seed, kind, source.options)
-        if needs_warm_start(kind, source.options)
-        else None
-    )
-    factory = model_factory(kind, warm, item, source.options, seed)
-    if resume:
-        session = InteractiveSession.resume(resume, factory)
+    ranker = source.ranker(seed, kind, source.options, strategy)
+    if resume:  # the log's strategy and seed
+        session = ranker.resume(resume, item.query, item.candidates, features=item.features)
     else:
         metadata = {"data": data, "question": question, "posterior": kind.value, "seed": seed}
-        session = InteractiveSession(
-            factory(), strategy=strategy, seed=seed, log_path=log, metadata=metadata
+        session = ranker.session(
+            item.query,
+            item.candidates,
+            seed=seed,
+            log_path=log,
+            features=item.features,
+            metadata=metadata,
         )
     user = TerminalUser(item.query, item.candidates, stdin=stdin, stdout=stdout)
     with session:
+        before = session.num_judgements
         session.run(user, rounds)
         ranking = session.ranking()
+        # the count shown is the log's own, read back while this session still holds its lock
+        # (so no other process can have appended), not a counter of this run
+        total = read_log(session.log_path).num_judgements if session.log_path else None
+    if total is None:
+        total = session.num_judgements
     out = stdout
     if out is None:
         import sys
 
         out = sys.stdout
-    out.write(f"\n{session.round} judgements. Best answers now:\n")
+    resumed = f", {before} of them before this run" if resume else ""
+    where = f" in {session.log_path}" if session.log_path else ""
+    out.write(f"\n{total} judgements{where}{resumed}. Best answers now:\n")
     for rank, index in enumerate(ranking[:5], start=1):
         out.write(f"{rank}. [{index}] {' '.join(item.candidates[index].split())[:100]}\n")
     out.flush()

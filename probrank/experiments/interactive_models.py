@@ -1,11 +1,11 @@
-"""The posteriors the interactive experiments compare, their options and how each is built.
+"""The options of the interactive experiments and how a cell's ranker is set up.
 
-:class:`PosteriorKind` names them; :data:`BUILDERS` maps each to a function that turns the
-warm start of one seed and one question into a preference-model factory (a fresh
-:class:`~probrank.interactive.model.PreferenceModel` per call, same prior every time, as
-sessions and :func:`~probrank.interactive.simulate.simulate` need). :class:`InteractiveOptions`
-gathers every setting with the defaults chosen on MEDIQA validation; a config's tables override
-them (unknown keys are an error).
+The posteriors, their option tables and how each is built live in
+:mod:`probrank.models.interactive` (:class:`~probrank.models.InteractiveRanker`); this module
+reads a config's option tables (:class:`InteractiveOptions`: every setting with the defaults
+chosen on MEDIQA validation; a config's tables override them, unknown keys are an error) and
+turns them, with a cell's posterior and strategy and a seed, into the ranker's settings
+(:func:`ranker_settings`).
 """
 
 from __future__ import annotations
@@ -13,25 +13,24 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
-from types import MappingProxyType
 from typing import Any
 
+from probrank._options import parse_enum
+from probrank.acquisition.select import Strategy
 from probrank.exceptions import InputDataError
 from probrank.experiments.interactive_data import Question
-from probrank.experiments.interactive_warmstart import WarmStart, WarmStartOptions
-from probrank.posteriors.gppl import GPPLPosterior, cosine_prior_mean
-from probrank.posteriors.laplace import LastLayerLaplacePosterior
-from probrank.posteriors.neural import (
-    CandidateSetPosterior,
-    EnsemblePosterior,
-    IncrementalUpdate,
-    MCDropoutPosterior,
+from probrank.models.interactive.model import InteractiveRanker
+from probrank.models.interactive.settings import (
+    GPPLOptions,
+    InteractiveRankerSettings,
+    LaplaceOptions,
+    PosteriorKind,
+    SampleOptions,
 )
-from probrank.posteriors.swag import SWAGUtilityPosterior
+from probrank.models.interactive.warmstart import WarmStart, WarmStartOptions
+from probrank.posteriors.neural import CandidateSetPosterior, IncrementalUpdate
 
 __all__ = [
-    "BUILDERS",
     "GPPLOptions",
     "InteractiveOptions",
     "LaplaceOptions",
@@ -39,49 +38,8 @@ __all__ = [
     "SampleOptions",
     "model_factory",
     "needs_warm_start",
+    "ranker_settings",
 ]
-
-
-class PosteriorKind(str, Enum):
-    """Posteriors over a question's candidate utilities."""
-
-    MCDROPOUT = "mcdropout"
-    """MC dropout, ``T`` passes, SGD update (``posteriors.neural.MCDropoutPosterior``)."""
-    SWAG = "swag"
-    """SWAG over the last layers, SGD update (``posteriors.swag.SWAGUtilityPosterior``)."""
-    LAPLACE = "laplace"
-    """Last-layer Laplace, closed-form update (``posteriors.laplace.LastLayerLaplacePosterior``)."""
-    ENSEMBLE = "ensemble"
-    """Deep ensemble, SGD update per member (``posteriors.neural.EnsemblePosterior``)."""
-    GPPL = "gppl"
-    """BoTorch ``PairwiseGP`` on fixed embeddings (``posteriors.gppl.GPPLPosterior``)."""
-
-
-@dataclass(frozen=True)
-class SampleOptions:
-    """Sample-based posteriors: ``num_samples`` dropout passes / SWAG draws."""
-
-    num_samples: int = 20
-
-
-@dataclass(frozen=True)
-class LaplaceOptions:
-    """Last-layer Laplace: prior precision, residual variance, likelihood scale and link."""
-
-    prior_precision: float = 10.0
-    residual_variance: float = 0.1
-    scale: float = 0.3
-    link: str = "logistic"
-
-
-@dataclass(frozen=True)
-class GPPLOptions:
-    """GPPL: the prior mean (``"cosine"`` or ``"warm_start"``) and the kernel's scales."""
-
-    prior: str = "cosine"
-    prior_scale: float = 1.0
-    lengthscale_factor: float = 0.25
-    outputscale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -149,100 +107,28 @@ def _override(current: Any, table: Mapping[str, Any], name: str) -> Any:
     return dataclasses.replace(current, **values)
 
 
-Builder = Callable[[WarmStart, Question, InteractiveOptions, int], CandidateSetPosterior]
+def ranker_settings(
+    kind: PosteriorKind,
+    options: InteractiveOptions,
+    seed: int,
+    strategy: Strategy | str = Strategy.EI,
+) -> InteractiveRankerSettings:
+    """The :class:`~probrank.models.InteractiveRanker` settings of one cell and seed.
+
+    Args:
+        kind: The posterior.
+        options: The option tables.
+        seed: The warm start's seed (the sessions take the same seed).
+        strategy: The pair strategy.
+    """
+    tables = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
+    chosen = parse_enum(Strategy, strategy, "strategy")
+    return InteractiveRankerSettings(posterior=kind, strategy=chosen, seed=seed, **tables)
 
 
 def needs_warm_start(kind: PosteriorKind, options: InteractiveOptions) -> bool:
     """Whether ``kind`` uses the warm-start network (GPPL with the cosine prior does not)."""
-    return not (kind is PosteriorKind.GPPL and options.gppl.prior == "cosine")
-
-
-def _mcdropout(warm: WarmStart, q: Question, o: InteractiveOptions, seed: int):  # type: ignore[no-untyped-def]
-    return MCDropoutPosterior(
-        warm.net,
-        q.features,
-        num_samples=o.mcdropout.num_samples,
-        update=dataclasses.replace(o.update, seed=seed),
-        prediction_seed=seed,
-    )
-
-
-def _swag(warm: WarmStart, q: Question, o: InteractiveOptions, seed: int):  # type: ignore[no-untyped-def]
-    if warm.swag is None:
-        raise InputDataError("the warm start has no SWAG posterior (train it with swag=True)")
-    return SWAGUtilityPosterior(
-        warm.net,
-        warm.swag,
-        q.features,
-        layers=o.warm_start.swag_layers,
-        num_samples=o.swag.num_samples,
-        sample_seed=seed,
-        update=dataclasses.replace(o.update, seed=seed),
-    )
-
-
-def _laplace(warm: WarmStart, q: Question, o: InteractiveOptions, seed: int):  # type: ignore[no-untyped-def]
-    return LastLayerLaplacePosterior(
-        warm.net,
-        q.features,
-        prior_precision=o.laplace.prior_precision,
-        residual_variance=o.laplace.residual_variance,
-        scale=o.laplace.scale,
-        link=o.laplace.link,
-    )
-
-
-def _ensemble(warm: WarmStart, q: Question, o: InteractiveOptions, seed: int):  # type: ignore[no-untyped-def]
-    if len(warm.members) < 2:
-        raise InputDataError("the warm start has no ensemble (train it with ensemble=True)")
-    return EnsemblePosterior(
-        warm.members, q.features, update=dataclasses.replace(o.update, seed=seed)
-    )
-
-
-def _gppl(warm: WarmStart, q: Question, o: InteractiveOptions, seed: int):  # type: ignore[no-untyped-def]
-    import torch
-
-    hidden = q.features.shape[1] // 4
-    options = o.gppl
-    if options.prior == "cosine":
-        prior = cosine_prior_mean(hidden, options.prior_scale)
-    elif options.prior == "warm_start":
-        net = _frozen_copy(warm)
-
-        def prior(x: torch.Tensor) -> torch.Tensor:
-            with torch.no_grad():
-                return options.prior_scale * net(x.to(torch.float64))
-
-    else:
-        raise InputDataError(
-            f"[gppl] prior must be 'cosine' or 'warm_start', got {options.prior!r}"
-        )
-    return GPPLPosterior(
-        q.features,
-        prior,
-        kernel_dims=tuple(range(hidden, 2 * hidden)),  # the answer embedding v
-        lengthscale_factor=options.lengthscale_factor,
-        outputscale=options.outputscale,
-        seed=seed,
-    )
-
-
-def _frozen_copy(warm: WarmStart):  # type: ignore[no-untyped-def]
-    from probrank.posteriors.neural import as_float64_copy
-
-    return as_float64_copy(warm.net)
-
-
-BUILDERS: Mapping[PosteriorKind, Builder] = MappingProxyType(
-    {
-        PosteriorKind.MCDROPOUT: _mcdropout,
-        PosteriorKind.SWAG: _swag,
-        PosteriorKind.LAPLACE: _laplace,
-        PosteriorKind.ENSEMBLE: _ensemble,
-        PosteriorKind.GPPL: _gppl,
-    }
-)
+    return ranker_settings(kind, options, 0).needs_warm_start
 
 
 def model_factory(
@@ -252,7 +138,8 @@ def model_factory(
     options: InteractiveOptions,
     seed: int,
 ) -> Callable[[], CandidateSetPosterior]:
-    """A factory of fresh posteriors of ``kind`` over ``question``'s candidates.
+    """A factory of fresh posteriors of ``kind`` over ``question``'s candidates (what
+    :meth:`~probrank.models.InteractiveRanker.session` builds its sessions on).
 
     Args:
         kind: The posterior.
@@ -261,7 +148,8 @@ def model_factory(
         options: Settings.
         seed: Seed of the posterior's own randomness (samples, update shuffling).
     """
-    if warm is None and needs_warm_start(kind, options):
+    settings = ranker_settings(kind, options, seed)
+    if warm is None and settings.needs_warm_start:
         raise InputDataError(f"posterior {kind.value!r} needs a warm start")
-    builder = BUILDERS[kind]
-    return lambda: builder(warm, question, options, seed)  # type: ignore[arg-type]
+    ranker = InteractiveRanker.from_warm_start(warm, settings)
+    return lambda: ranker.preference_model(question.features, seed=seed)

@@ -96,6 +96,16 @@ def build_mediqa_data(
         "validation": read_mediqa_rows(folder / "validation-ground-truth.csv"),
         "test": read_mediqa_rows(folder / "test-ground-truth.csv"),
     }
+    rqe, medquad, medquad_root = None, None, None
+    if qe_cfg.get("enabled", True):  # every file is read before the encoder loads
+        rqe_dir = _data_path(data_cfg, "rqe", "qa/mediqa2019-task2-rqe")
+        rqe = {split: read_rqe(rqe_dir / name) for split, name in RQE_FILES.items()}
+        if smoke:
+            rqe = {split: pairs[: SMOKE_RQE[split]] for split, pairs in rqe.items()}
+        medquad_root = _data_path(data_cfg, "medquad", "collections/medquad")
+        if smoke:
+            medquad_root = smallest_subfolder(medquad_root)
+        medquad = read_medquad(medquad_root)
     encoder = encoder_from_config(config.get("encoder"), config_path)
     notes = [
         "questions (answers): "
@@ -104,11 +114,7 @@ def build_mediqa_data(
         )
     ]
     finder, rqe_accuracy, rqe_c = None, None, None
-    if qe_cfg.get("enabled", True):
-        rqe_dir = _data_path(data_cfg, "rqe", "qa/mediqa2019-task2-rqe")
-        rqe = {split: read_rqe(rqe_dir / name) for split, name in RQE_FILES.items()}
-        if smoke:
-            rqe = {split: pairs[: SMOKE_RQE[split]] for split, pairs in rqe.items()}
+    if rqe is not None and medquad is not None and medquad_root is not None:
         classifier = EntailmentClassifier(encoder).fit(rqe["train"], rqe["validation"])
         test_pairs = rqe["test"]
         probs = classifier.predict_proba([p.chq for p in test_pairs], [p.faq for p in test_pairs])
@@ -118,10 +124,6 @@ def build_mediqa_data(
             f"RQE classifier: C {rqe_c:g} (validation log-loss), test accuracy "
             f"{rqe_accuracy:.4f} on {len(test_pairs)} pairs"
         )
-        medquad_root = _data_path(data_cfg, "medquad", "collections/medquad")
-        if smoke:
-            medquad_root = smallest_subfolder(medquad_root)
-        medquad = read_medquad(medquad_root)
         notes.append(f"MedQuAD pairs with an answer: {len(medquad)} (from {medquad_root.name})")
         finder = EntailedQuestionFinder(
             medquad,

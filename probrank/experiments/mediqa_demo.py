@@ -141,7 +141,8 @@ def demo_section(output_dir: Path, seed: int = 0, quick: bool = False) -> tuple[
         right.set_ylabel("posterior utility (mean ± 2 sd)")
         right.set_title("Bayesian head: utility against grade")
     figure.tight_layout()
-    path = save_figure(figure, output_dir / "multitask.png", dpi=100, tight=False)
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
+    path = save_figure(figure, Path(output_dir) / "multitask.png", dpi=100, tight=False)
     table = format_table(
         "Multi-task head on generated answer lists (test questions)",
         {n: {m: f"{v:.4f}" for m, v in row.items()} for n, row in results.items()},

@@ -306,6 +306,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     )
     if not smoke and out_cfg.get("save", True):
         folder = config_path.parent / str(out_cfg.get("folder", "results"))
+        folder.mkdir(parents=True, exist_ok=True)
         saved = _save(result, test_probs, test.labels.numpy(), folder, config_path.stem)
         result.notes.append("saved: " + ", ".join(str(p) for p in saved))
     return result

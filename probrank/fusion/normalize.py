@@ -16,7 +16,8 @@ For one query with scores ``s_1 >= ... >= s_n`` (trec_eval order, ``n >= 1``):
 * sum: ``(s - min) / sum_j (s_j - min)``; ``1 / n`` for every document when that sum is 0.
 * rank: ``1 - (r - 1) / n`` for the document at 1-based rank ``r``.
 
-An empty list stays empty.
+An empty list stays empty. Scores so far apart that a normalisation overflows a double
+(``1e308`` and ``-1e308`` in one list) raise :class:`ScoreOverflowError`, never ``nan``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from probrank.exceptions import InputDataError
 
 __all__ = [
     "Normalization",
+    "ScoreOverflowError",
     "check_depth",
     "normalize",
     "normalize_lists",
@@ -59,6 +61,23 @@ class Normalization(str, Enum):
     """Rank-based score (Lee 1997; ranx ``rank``): ``1 - (r - 1) / n`` for the 1-based rank
     ``r`` in trec_eval order among ``n`` documents, so the top gets 1 and the last ``1 / n``.
     Ties in score get distinct ranks by docno, as trec_eval orders them."""
+
+
+class ScoreOverflowError(InputDataError):
+    """A query's scores are too far apart for a normalisation: a result would not be finite.
+
+    Attributes:
+        query: The query id.
+        document: The document whose score has the largest magnitude in the list.
+        score: That score.
+    """
+
+    def __init__(self, query: str, document: str, score: float, method: Normalization) -> None:
+        super().__init__(
+            f"score {score!r} of document {document!r} for query {query!r}: the "
+            f"{method.value} normalisation of the query's scores overflows a double"
+        )
+        self.query, self.document, self.score = query, document, score
 
 
 def _minmax(scores: Sequence[float]) -> list[float]:
@@ -167,8 +186,12 @@ def normalize_lists(
     Returns:
         A new ``{query_id: {doc_id: normalised score}}``, documents in trec_eval order, cut
         at ``depth``; empty lists stay empty.
+
+    Raises:
+        ScoreOverflowError: a list whose normalised scores would not be finite.
     """
-    normalizer = _NORMALIZERS[parse_enum(Normalization, method, "norm")]
+    norm = parse_enum(Normalization, method, "norm")
+    normalizer = _NORMALIZERS[norm]
     depth = check_depth(depth)
     out: dict[str, dict[str, float]] = {}
     for qid, docs in lists.items():
@@ -176,7 +199,13 @@ def normalize_lists(
         if not top:
             out[qid] = {}
             continue
-        values = normalizer([s for _, s in top])
+        try:
+            values = normalizer([s for _, s in top])
+        except OverflowError:  # z-score: a square or a sum beyond a double
+            values = [math.nan]
+        if not math.isfinite(sum(values)):  # the values are at most n in magnitude
+            doc, score = max(top, key=lambda pair: abs(pair[1]))  # the first of equals
+            raise ScoreOverflowError(qid, doc, score, norm)
         out[qid] = {doc: value for (doc, _), value in zip(top, values, strict=True)}
     return out
 
@@ -198,5 +227,6 @@ def normalize(
 
     Raises:
         InputDataError: an unknown ``method`` or a ``depth`` that is not a positive integer.
+        ScoreOverflowError: a list whose normalised scores would not be finite.
     """
     return Run(normalize_lists(run.as_dict(), method, depth), name=run.name, tag=run.tag)

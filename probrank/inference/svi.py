@@ -33,6 +33,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from probrank.exceptions import InputDataError
+from probrank.nn.training import Direction, EarlyStopping
 
 __all__ = ["FitResult", "FusedAdam", "fit_svi"]
 
@@ -219,8 +220,7 @@ def fit_svi(
         )
         losses: list[float] = []
         history: list[Any] = []
-        best: Tensor | None = None
-        best_epoch: Tensor | None = None
+        stopper = EarlyStopping(patience, direction=Direction.MIN, min_delta=min_delta)
         best_values: dict[str, Tensor] = {}
         bar = tqdm(range(max_epochs), desc=description, disable=not progress, leave=False)
         epochs_run = 0
@@ -240,29 +240,25 @@ def fit_svi(
             with torch.no_grad():
                 value = torch.as_tensor(metric(*val_args), dtype=torch.float64).detach()  # type: ignore[misc]
             history.append(value.tolist())
-            if best is None or best_epoch is None:
-                improved = torch.ones_like(value, dtype=torch.bool)
-                best, best_epoch = value.clone(), torch.zeros_like(value, dtype=torch.long)
-            else:
-                improved = value < best - min_delta
-                best = torch.where(improved, value, best)
-                best_epoch = torch.where(improved, torch.full_like(best_epoch, epoch), best_epoch)
+            improved = stopper.step(epoch, value)
             _keep_best(store, best_values, improved)
-            bar.set_postfix(loss=f"{losses[-1]:.4g}", metric=f"{float(best.mean()):.4g}")
-            if patience is not None and bool(
-                (epoch - best_epoch >= torch.as_tensor(patience)).all()
-            ):
+            shown = stopper.best if stopper.best is not None else value
+            bar.set_postfix(loss=f"{losses[-1]:.4g}", metric=f"{float(shown.mean()):.4g}")
+            if stopper.should_stop:
                 break
         bar.close()
         with torch.no_grad():
+            unconstrained = dict(store.named_parameters())
             for name, value in best_values.items():
-                store._params[name].copy_(value)
+                unconstrained[name].copy_(value)
         params = {name: store[name].detach().clone() for name in store.keys()}
+        scoped = store.get_state()
         final_state = {
-            "params": {k: v.detach().clone() for k, v in store._params.items()},
-            "constraints": dict(store._constraints),
+            "params": {k: v.detach().clone() for k, v in scoped["params"].items()},
+            "constraints": dict(scoped["constraints"]),
         }
     del state
+    best, best_epoch = stopper.best, stopper.best_epoch
     if best is None or best_epoch is None:
         best_out: float | list[float] = math.nan
         epoch_out: int | list[int] = epochs_run - 1
@@ -283,7 +279,7 @@ def fit_svi(
 
 def _keep_best(store: Any, best_values: dict[str, Tensor], improved: Tensor) -> None:
     """Copy the current unconstrained params into ``best_values`` where ``improved``."""
-    for name, param in store._params.items():
+    for name, param in store.named_parameters():
         current = param.detach()
         if improved.dim() == 0:
             if bool(improved):

@@ -1,11 +1,14 @@
-"""probrank.interactive: the interaction loop, users, durable sessions and their measures."""
+"""probrank.interactive: the interaction loop, users, durable sessions and their measures.
 
-from probrank.interactive.bradley_terry import BradleyTerryLaplace, Link, rbf_kernel
+The preference models a session drives live in :mod:`probrank.posteriors` (the
+:class:`~probrank.posteriors.protocol.PreferenceModel` protocol, ``BradleyTerryLaplace`` and the
+neural posteriors); :class:`probrank.models.InteractiveRanker` builds sessions over its own.
+"""
+
 from probrank.interactive.log import TornLogWarning, read_log
 from probrank.interactive.metrics import matching_accuracy, ndcg_at_k, ranking_curves
-from probrank.interactive.model import PreferenceModel
 from probrank.interactive.session import InteractiveSession
-from probrank.interactive.simulate import SimulationTrace, simulate
+from probrank.interactive.simulate import SimulationTrace, simulate, simulate_session
 from probrank.interactive.users import (
     Response,
     SimulatedUser,
@@ -16,10 +19,7 @@ from probrank.interactive.users import (
 )
 
 __all__ = [
-    "BradleyTerryLaplace",
     "InteractiveSession",
-    "Link",
-    "PreferenceModel",
     "Response",
     "SimulatedUser",
     "SimulationTrace",
@@ -29,9 +29,9 @@ __all__ = [
     "matching_accuracy",
     "ndcg_at_k",
     "ranking_curves",
-    "rbf_kernel",
     "read_log",
     "rouge_l_fmeasure",
     "simulate",
+    "simulate_session",
     "utilities_from_grades",
 ]

@@ -9,17 +9,37 @@ Format (one JSON object per line, UTF-8, ``\\n``-terminated):
   "offered": [a, b] | null, "time": ...}`` or ``{"type": "skip", "round": r, "pair": [a, b],
   "time": ...}``; ``round`` counts the events before this one.
 
+One judgement per pair. A session judges each unordered pair ``{i, j}`` at most once:
+:meth:`~probrank.interactive.session.InteractiveSession.record` refuses a second judgement of a
+pair (in either order) with an :class:`~probrank.exceptions.InputDataError`, so a log never
+holds a repeat. A complete line that judges a pair judged on an earlier line, or that skips a
+pair asked (judged or skipped) on an earlier line, is therefore corruption: :func:`read_log`
+raises an :class:`~probrank.exceptions.InputDataError` naming the file, the line and the
+earlier line. (A pair that was skipped may still be judged later.)
+
 Durability. The header is written to a temporary file in the same folder, flushed, fsynced and
 hard-linked to the log's name (atomic and refusing to overwrite), then the folder is fsynced:
-a log either exists with a complete header or does not exist. Each event is appended with one
+a log either exists with a complete header or does not exist. The temporary file is named as
+:mod:`probrank._files` names its own (``.<log name>.probrank-<pid>-<random>.tmp``), so one left
+by a process killed during the creation is removed by the next creation of that log. The file
+gets ``0o666 & ~umask``, as :func:`open` gives it. Each event is appended with one
 ``write``, flushed and fsynced before :meth:`SessionLog.append` returns, so an event that was
 acknowledged survives a crash (``SIGKILL``, power loss on a disk that honours fsync).
 
+One writer. A :class:`SessionLog` holds an exclusive advisory lock (``flock(LOCK_EX |
+LOCK_NB)``) on the log file from the moment it exists (the lock is taken on the temporary file
+before it is linked to the log's name) until :meth:`SessionLog.close`; the operating system
+releases it when the process dies, so a crashed session never leaves a stale lock behind.
+Opening a log that another :class:`SessionLog` holds (in another process, or in this one)
+raises :class:`~probrank.exceptions.InputDataError` ``session log <path> is in use by another
+probrank process (pid N)`` (the pid read from ``/proc/locks`` where there is one). Readers
+(:func:`read_log`) take no lock. Platforms without ``fcntl`` get no locking.
+
 Torn last line. A crash during an append can leave a final line without its ``\\n``. Such a line
 was never acknowledged (the append had not returned), so :func:`read_log` drops it with a
-:class:`TornLogWarning`, and opening the log for appending (:meth:`SessionLog.reopen`)
-truncates the file back to the end of the last complete line. A complete line (``\\n``-
-terminated) that is not a valid event is corruption, not a torn write: it raises
+:class:`TornLogWarning`, and opening the log for appending (:meth:`SessionLog.reopen`, under the
+lock) truncates the file back to the end of the last complete line. A complete line
+(``\\n``-terminated) that is not a valid event is corruption, not a torn write: it raises
 :class:`~probrank.exceptions.InputDataError` naming the file and the line.
 """
 
@@ -27,13 +47,18 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from probrank._files import fsync_directory, remove_stale_temporaries, temporary_path
 from probrank.exceptions import InputDataError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory locks
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["LOG_FORMAT", "LOG_VERSION", "LogContents", "SessionLog", "TornLogWarning", "read_log"]
 
@@ -61,75 +86,189 @@ class LogContents:
     valid_bytes: int = 0
     torn: bool = False
 
-
-def _fsync_directory(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
+    @property
+    def num_judgements(self) -> int:
+        """Number of judgement events (skips excluded)."""
+        return sum(1 for event in self.events if event.get("type") == "judgement")
 
 
 def _encode(record: dict[str, Any]) -> bytes:
     return (json.dumps(record, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
 
 
-class SessionLog:
-    """Append-only handle on a session log; use :meth:`create` or :meth:`reopen`."""
+# -- the lock ----------------------------------------------------------------------------------
 
-    def __init__(self, path: Path, handle: BinaryIO) -> None:
+
+def _lock_holder(fd: int) -> int | None:
+    """The pid holding an ``flock`` on ``fd``'s file, from ``/proc/locks`` (None if unknown)."""
+    try:
+        status = os.fstat(fd)
+        with open("/proc/locks", encoding="ascii", errors="replace") as handle:
+            lines = handle.readlines()
+    except OSError:
+        return None
+    device = f"{os.major(status.st_dev):02x}:{os.minor(status.st_dev):02x}:{status.st_ino}"
+    for line in lines:
+        parts = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 1234 fe:00:5678 0 EOF"; waiters have a "->" field
+        if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5] == device:
+            try:
+                return int(parts[4])
+            except ValueError:
+                return None
+    return None
+
+
+def _in_use(path: Path, fd: int) -> InputDataError:
+    pid = _lock_holder(fd)
+    if pid is None:
+        detail = ""
+    elif pid == os.getpid():
+        detail = f" (pid {pid}: a session still open in this very process; close it first)"
+    else:
+        detail = f" (pid {pid})"
+    error = InputDataError(f"session log {path} is in use by another probrank process{detail}")
+    error.path = str(path)
+    return error
+
+
+def _lock(fd: int, path: Path) -> None:
+    """Take the exclusive, non-blocking advisory lock on ``fd`` or raise "in use"."""
+    if fcntl is None:  # pragma: no cover
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise _in_use(path, fd) from None
+    except OSError as error:  # e.g. ENOLCK on a file system without locks
+        raise InputDataError(
+            f"cannot lock the session log ({error.strerror}); keep logs on a local disk",
+            path=path,
+        ) from None
+
+
+def _is_locked(path: Path) -> bool:
+    """Whether some handle holds the lock on ``path`` (probed with a lock taken and dropped)."""
+    if fcntl is None:  # pragma: no cover
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # also releases a lock this probe took
+    return False
+
+
+class SessionLog:
+    """Append-only, locked handle on a session log; use :meth:`create` or :meth:`reopen`.
+
+    Attributes:
+        path: The log file.
+        contents: What the log held when it was created or reopened.
+    """
+
+    def __init__(self, path: Path, handle: BinaryIO, contents: LogContents) -> None:
         self.path = path
         self._handle = handle
+        self.contents = contents
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], header: dict[str, Any]) -> SessionLog:
-        """Atomically create a new log holding ``header``.
+        """Atomically create a new log holding ``header``, and lock it.
 
         Raises:
-            InputDataError: The file exists already (resume it instead) or its folder is missing.
+            InputDataError: The file exists already (resume it instead), another process holds
+                it, or its folder is missing.
         """
         target = Path(path)
         if not target.parent.is_dir():
             raise InputDataError("folder of the session log does not exist", path=target)
         if target.exists():
-            raise InputDataError(
-                "session log exists already; resume it or pick a new name", path=target
-            )
-        temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+            raise cls._exists(target)
+        remove_stale_temporaries(target)  # left by a creation killed half-way
+        temporary = temporary_path(target)
         record = {"type": "header", "format": LOG_FORMAT, "version": LOG_VERSION, **header}
+        data = _encode(record)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        try:  # 0o666 less the umask, as open() makes files
+            handle = os.fdopen(os.open(temporary, flags, 0o666), "ab")
+        except OSError as error:
+            raise InputDataError(
+                f"cannot create the session log: {error.strerror}", path=target
+            ) from None
         try:
-            with open(temporary, "xb") as handle:
-                handle.write(_encode(record))
-                handle.flush()
-                os.fsync(handle.fileno())
+            # locked before the log's name exists: no moment where the log is there unlocked
+            _lock(handle.fileno(), target)
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
             try:
                 os.link(temporary, target)
             except FileExistsError:
-                raise InputDataError(
-                    "session log exists already; resume it or pick a new name", path=target
-                ) from None
+                raise cls._exists(target) from None
             except OSError:  # a filesystem without hard links: rename (checked above)
                 os.replace(temporary, target)
+        except BaseException:
+            handle.close()
+            raise
         finally:
             temporary.unlink(missing_ok=True)
-        _fsync_directory(target.parent)
-        return cls(target, open(target, "ab"))
+        fsync_directory(target.parent)
+        return cls(target, handle, LogContents(header=record, valid_bytes=len(data)))
+
+    @staticmethod
+    def _exists(target: Path) -> InputDataError:
+        if _is_locked(target):
+            fd = os.open(target, os.O_RDONLY)
+            try:
+                return _in_use(target, fd)
+            finally:
+                os.close(fd)
+        return InputDataError(
+            "session log exists already; resume it or pick a new name", path=target
+        )
 
     @classmethod
-    def reopen(cls, path: str | os.PathLike[str], contents: LogContents) -> SessionLog:
-        """Open an existing log for appending, cutting a torn last line off first."""
+    def reopen(cls, path: str | os.PathLike[str]) -> SessionLog:
+        """Lock an existing log, read it and open it for appending.
+
+        The log is read under the lock (:attr:`contents`); a torn last line is dropped
+        (:class:`TornLogWarning`) and cut off the file.
+
+        Raises:
+            InputDataError: Missing or malformed log, or another process holds it.
+        """
         target = Path(path)
-        if contents.torn:
-            with open(target, "r+b") as handle:
-                handle.truncate(contents.valid_bytes)
-                handle.flush()
-                os.fsync(handle.fileno())
-        return cls(target, open(target, "ab"))
+        try:
+            fd = os.open(target, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            raise InputDataError("session log not found", path=target) from None
+        except IsADirectoryError:
+            raise InputDataError("session log is a folder", path=target) from None
+        except OSError as error:
+            raise InputDataError(
+                f"cannot open the session log: {error.strerror}", path=target
+            ) from None
+        remove_stale_temporaries(target)  # e.g. left by a creation killed after the link
+        handle = os.fdopen(fd, "ab")
+        try:
+            _lock(fd, target)
+            data = _read_all(fd)
+            contents = _parse(data, target, stacklevel=3)
+            if contents.torn:
+                os.ftruncate(fd, contents.valid_bytes)
+                os.fsync(fd)
+        except BaseException:
+            handle.close()
+            raise
+        return cls(target, handle, contents)
 
     def append(self, event: dict[str, Any]) -> None:
         """Append one event and make it durable (write, flush, fsync) before returning."""
@@ -140,6 +279,7 @@ class SessionLog:
         os.fsync(self._handle.fileno())
 
     def close(self) -> None:
+        """Close the file, which releases the lock."""
         self._handle.close()
 
     @property
@@ -147,18 +287,34 @@ class SessionLog:
         return self._handle.closed
 
 
+def _read_all(fd: int) -> bytes:
+    """The whole file behind ``fd``, read from offset 0 (``fd`` may be in append mode)."""
+    chunks: list[bytes] = []
+    offset = 0
+    while chunk := os.pread(fd, max(os.fstat(fd).st_size - offset, 1 << 16), offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
 def read_log(path: str | os.PathLike[str]) -> LogContents:
     """Parse a session log, dropping a torn last line (with a :class:`TornLogWarning`).
 
     Raises:
-        InputDataError: Missing file, missing or malformed header, or a malformed complete line
-            (the message names the file and line).
+        InputDataError: Missing file, missing or malformed header, a malformed complete line,
+            or a pair judged twice (the message names the file and line).
     """
     source = Path(path)
     try:
         data = source.read_bytes()
     except FileNotFoundError:
         raise InputDataError("session log not found", path=source) from None
+    except IsADirectoryError:
+        raise InputDataError("session log is a folder", path=source) from None
+    return _parse(data, source, stacklevel=3)
+
+
+def _parse(data: bytes, source: Path, *, stacklevel: int) -> LogContents:
     end = data.rfind(b"\n") + 1
     torn = end < len(data)
     if torn:
@@ -166,7 +322,7 @@ def read_log(path: str | os.PathLike[str]) -> LogContents:
             f"{source}: dropped a partially written last line ({len(data) - end} bytes) that was "
             "never acknowledged",
             TornLogWarning,
-            stacklevel=2,
+            stacklevel=stacklevel,
         )
     lines = data[:end].split(b"\n")[:-1]
     if not lines:
@@ -194,12 +350,34 @@ def read_log(path: str | os.PathLike[str]) -> LogContents:
     if not isinstance(n, int) or n < 2:
         raise InputDataError(f"bad num_candidates {n!r} in header", path=source, line=1)
     events = records[1:]
+    judged: dict[tuple[int, int], int] = {}  # unordered pair -> line of its judgement
+    asked: dict[tuple[int, int], int] = {}  # unordered pair -> line of its first event
     for offset, event in enumerate(events):
-        _check_event(event, offset, n, source, offset + 2)
+        line = offset + 2
+        a, b = _check_event(event, offset, n, source, line)
+        pair = (min(a, b), max(a, b))
+        if event["type"] == "judgement":
+            if pair in judged:
+                raise InputDataError(
+                    f"pair {pair} judged again (first judged on line {judged[pair]}); a session "
+                    "judges each pair once",
+                    path=source,
+                    line=line,
+                )
+            judged[pair] = line
+        elif pair in asked:
+            raise InputDataError(
+                f"pair {pair} skipped after it was asked on line {asked[pair]}",
+                path=source,
+                line=line,
+            )
+        asked.setdefault(pair, line)
     return LogContents(header=header, events=events, valid_bytes=end, torn=torn)
 
 
-def _check_event(event: dict[str, Any], round_: int, n: int, path: Path, line: int) -> None:
+def _check_event(
+    event: dict[str, Any], round_: int, n: int, path: Path, line: int
+) -> tuple[int, int]:
     kind = event.get("type")
     if event.get("round") != round_:
         raise InputDataError(
@@ -212,13 +390,13 @@ def _check_event(event: dict[str, Any], round_: int, n: int, path: Path, line: i
         pair = event.get("pair")
     else:
         raise InputDataError(f"unknown event type {kind!r}", path=path, line=line)
-    valid = (
+    if not (
         isinstance(pair, list)
         and len(pair) == 2
         and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < n for v in pair)
         and pair[0] != pair[1]
-    )
-    if not valid:
+    ):
         raise InputDataError(
             f"bad candidate pair {pair!r} for {n} candidates", path=path, line=line
         )
+    return int(pair[0]), int(pair[1])

@@ -23,6 +23,19 @@ offered (:mod:`probrank.interactive.log` describes the format, the atomic creati
 torn last line is handled). :meth:`resume` replays the log into a fresh model from the same
 factory and checks that the factory rebuilds the same prior (a fingerprint of the prior mean and
 covariance is in the header).
+
+One writer per log. A session holds an exclusive lock on its log from creation (or
+:meth:`resume`) until :meth:`close`; a second session on the same log, in another process or in
+this one, is refused with :class:`~probrank.exceptions.InputDataError` ``session log <path> is
+in use by another probrank process (pid N)``. The lock dies with the process.
+
+Repeats. Each unordered pair is judged at most once: :meth:`record` of a pair that already has
+a judgement (in either order) raises :class:`~probrank.exceptions.InputDataError` and writes
+nothing, so the posterior never counts one comparison twice by accident (a re-run notebook
+cell, say). A skipped pair may still be judged. A log line that judges a pair a second time is
+corruption, and :meth:`resume` refuses it naming the file and line
+(:func:`~probrank.interactive.log.read_log`), so a resumed session is always the state the
+live one had.
 """
 
 from __future__ import annotations
@@ -42,9 +55,9 @@ from gpytorch.distributions import MultivariateNormal
 from probrank.acquisition.pairs import ExhaustedPairsError, candidate_index
 from probrank.acquisition.select import PairStrategy, Strategy, resolve_strategy, select_pair
 from probrank.exceptions import InputDataError
-from probrank.interactive.log import SessionLog, read_log
-from probrank.interactive.model import PreferenceModel
+from probrank.interactive.log import LogContents, SessionLog
 from probrank.interactive.users import Response, User
+from probrank.posteriors.protocol import PreferenceModel
 
 __all__ = ["InteractiveSession", "posterior_fingerprint", "round_generator"]
 
@@ -70,13 +83,13 @@ class InteractiveSession:
     """Ask pairwise questions about one question's `n` candidates and rank them.
 
     Args:
-        model: The preference model (:class:`~probrank.interactive.model.PreferenceModel`),
+        model: The preference model (:class:`~probrank.posteriors.protocol.PreferenceModel`),
             freshly built: its current posterior is the prior the log records.
         strategy: A :class:`~probrank.acquisition.select.Strategy` name or any pair strategy
             callable (a custom one must be passed again to :meth:`resume`).
         seed: Non-negative seed for the stochastic strategies.
-        log_path: Where to create the durable JSONL log (must not exist); None keeps the
-            session in memory only.
+        log_path: Where to create the durable JSONL log (must not exist); it stays locked
+            until :meth:`close`. None keeps the session in memory only.
         metadata: JSON-serialisable facts stored in the log header (question id, data set,
             model configuration, ...).
     """
@@ -132,6 +145,7 @@ class InteractiveSession:
         self.prior_fingerprint = posterior_fingerprint(prior)
         self._events: list[dict[str, Any]] = []
         self._asked: set[tuple[int, int]] = set()
+        self._judged: dict[tuple[int, int], int] = {}  # unordered pair -> round judged
         self._pending: tuple[int, int] | None = None
         self._log = None
 
@@ -154,10 +168,27 @@ class InteractiveSession:
             strategy: Only for a session that used a custom (unnamed) strategy.
 
         Raises:
-            InputDataError: Malformed log, a factory whose prior differs from the logged one,
-                or a missing/conflicting strategy.
+            InputDataError: Malformed log (a pair judged twice included), a log that another
+                session holds, a factory whose prior differs from the logged one, or a
+                missing/conflicting strategy.
         """
-        contents = read_log(log_path)
+        log = SessionLog.reopen(log_path)  # locks, then reads (a torn line is cut off)
+        try:
+            session = cls._replay(log_path, log.contents, model_factory, strategy)
+        except BaseException:
+            log.close()  # releases the lock
+            raise
+        session._log = log
+        return session
+
+    @classmethod
+    def _replay(
+        cls,
+        log_path: str | os.PathLike[str],
+        contents: LogContents,
+        model_factory: Callable[[], PreferenceModel],
+        strategy: PairStrategy | None,
+    ) -> InteractiveSession:
         header = contents.header
         name = header.get("strategy")
         if name is None and strategy is None:
@@ -186,7 +217,6 @@ class InteractiveSession:
             )
         for event in contents.events:
             session._apply(event)
-        session._log = SessionLog.reopen(log_path, contents)
         return session
 
     # -- the loop ----------------------------------------------------------------------------
@@ -200,6 +230,11 @@ class InteractiveSession:
     def judgements(self) -> list[tuple[int, int]]:
         """``(winner, loser)`` judgements in order."""
         return [(e["winner"], e["loser"]) for e in self._events if e["type"] == "judgement"]
+
+    @property
+    def num_judgements(self) -> int:
+        """Number of judgements so far (the judgement events of the log, when logged)."""
+        return sum(1 for event in self._events if event["type"] == "judgement")
 
     @property
     def events(self) -> list[dict[str, Any]]:
@@ -236,8 +271,22 @@ class InteractiveSession:
         return self._pending
 
     def record(self, winner: int, loser: int) -> None:
-        """Record that ``winner`` was preferred to ``loser`` (durable when this returns)."""
+        """Record that ``winner`` was preferred to ``loser`` (durable when this returns).
+
+        Raises:
+            InputDataError: The same candidate twice, an index out of range, or a pair that
+                already has a judgement (in either order): nothing is written then.
+        """
         w, loser_index = self._pair(winner, loser)
+        previous = self._judged.get((min(w, loser_index), max(w, loser_index)))
+        if previous is not None:
+            earlier = self._events[previous]
+            raise InputDataError(
+                f"candidates {w} and {loser_index} were judged already in round {previous} "
+                f"({earlier['winner']} preferred to {earlier['loser']}); a session records one "
+                "judgement per pair",
+                path=self.log_path,
+            )
         event = {
             "type": "judgement",
             "round": self.round,
@@ -301,7 +350,8 @@ class InteractiveSession:
         return done
 
     def close(self) -> None:
-        """Close the log (the session can still be inspected, not extended)."""
+        """Close the log and release its lock (the session can still be inspected, not
+        extended)."""
         if self._log is not None:
             self._log.close()
 
@@ -335,6 +385,7 @@ class InteractiveSession:
         if event["type"] == "judgement":
             winner, loser = event["winner"], event["loser"]
             self.model.update(winner, loser)
+            self._judged[(min(winner, loser), max(winner, loser))] = len(self._events)
         else:
             winner, loser = event["pair"]
         self._asked.add((min(winner, loser), max(winner, loser)))

@@ -1,8 +1,10 @@
 """Simulated interaction: a preference model, a strategy and a (simulated) user, round by round.
 
 :func:`simulate` runs one question: the ranking before any judgement, then after each of
-``rounds`` judgements. It is the inner loop of the interactive experiments (accuracy and NDCG@5
-after 0, 1, 2, 4, 10 interactions; the median seconds per round).
+``rounds`` judgements; :func:`simulate_session` does the same with a session already built
+(the interactive experiments' inner loop, on sessions of
+:class:`~probrank.models.InteractiveRanker`: accuracy and NDCG@5 after 0, 1, 2, 4, 10
+interactions; the median seconds per round).
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from dataclasses import dataclass
 from probrank.acquisition.pairs import ExhaustedPairsError
 from probrank.acquisition.select import PairStrategy, Strategy
 from probrank.exceptions import InputDataError
-from probrank.interactive.model import PreferenceModel
 from probrank.interactive.session import InteractiveSession
 from probrank.interactive.users import Response, User
+from probrank.posteriors.protocol import PreferenceModel
 
-__all__ = ["SimulationTrace", "simulate"]
+__all__ = ["SimulationTrace", "simulate", "simulate_session"]
 
 
 @dataclass(frozen=True)
@@ -65,9 +67,31 @@ def simulate(
     Returns:
         The :class:`SimulationTrace`.
     """
+    _check_rounds(rounds)
+    return simulate_session(
+        InteractiveSession(model_factory(), strategy=strategy, seed=seed), user, rounds
+    )
+
+
+def _check_rounds(rounds: object) -> None:
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0:
         raise InputDataError(f"rounds must be a non-negative integer, got {rounds!r}")
-    session = InteractiveSession(model_factory(), strategy=strategy, seed=seed)
+
+
+def simulate_session(session: InteractiveSession, user: User, rounds: int = 10) -> SimulationTrace:
+    """Run ``rounds`` judgements of ``session`` (e.g. one built by
+    :meth:`probrank.models.InteractiveRanker.session`) with a (simulated) ``user``.
+
+    Args:
+        session: A session, usually fresh (its strategy and seed choose the pairs); the
+            first ranking of the trace is its ranking when the call starts.
+        user: Answers each pair (see :func:`simulate`).
+        rounds: Number of judgements (>= 0).
+
+    Returns:
+        The :class:`SimulationTrace`.
+    """
+    _check_rounds(rounds)
     rankings = [session.ranking()]
     pairs: list[tuple[int, int]] = []
     winners: list[int] = []

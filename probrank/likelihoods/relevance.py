@@ -14,7 +14,10 @@ as ``pyro.sample(name, likelihood(latent), obs=...)`` inside any Pyro model.
   and finite far into both tails, where ``Phi`` itself rounds to 0 or 1.
 * :func:`ordinal`: graded labels ``0 .. K`` by the cumulative-logit (proportional odds)
   model, Pyro's ``OrderedLogistic`` with ``K`` increasing cutpoints:
-  ``P(y <= k) = sigmoid(c_k - u)``.
+  ``P(y <= k) = sigmoid(c_k - u)``. Cutpoints that are not finite and strictly increasing
+  lie outside the model's parameter space: every ``log_prob`` is ``-inf`` there (a sampler
+  rejects the point) instead of an exception, because NUTS meets such points when two
+  inferred cutpoints collapse in floating point.
 """
 
 from __future__ import annotations
@@ -96,22 +99,57 @@ def thurstone(noise: float = 1.0) -> Likelihood:
 def ordinal(cutpoints: Tensor) -> Likelihood:
     """Graded labels ``0 .. K`` by cumulative logits: ``P(y <= k) = sigmoid(c_k - u)``.
 
+    The cutpoints are usually inferred (a ``pyro.sample`` site with an ordered transform, or a
+    ``PyroParam`` with an ordered constraint), so their values are never an error. Where they
+    are not finite and strictly increasing (e.g. two of them collapsed to the same float
+    inside NUTS) the point lies outside the model's parameter space: ``log_prob`` is ``-inf``
+    for every observation, so MCMC rejects the point and carries on and SVI sees an infinite
+    loss. Samples there come from the limit of the model as the cutpoints approach their
+    running maximum (exact for collapsed cutpoints: the squeezed categories get probability
+    0; uniform for NaN cutpoints).
+
     Args:
-        cutpoints: `K` strictly increasing cutpoints (a tensor; learnable when it requires
-            grad, e.g. a ``PyroParam`` with an ordered constraint).
+        cutpoints: `K` cutpoints, strictly increasing for a valid model (a tensor; learnable
+            when it requires grad).
 
     Returns:
-        A callable mapping utilities `... x m` to ``OrderedLogistic`` with batch shape
-        `... x m` over the categories ``0 .. K``.
+        A callable mapping utilities `... x m` to a categorical distribution (Pyro's
+        ``OrderedLogistic`` for valid cutpoints) with batch shape `... x m` over the
+        categories ``0 .. K``.
+
+    Raises:
+        InputDataError: ``cutpoints`` is not a non-empty vector.
     """
     cutpoints = torch.as_tensor(cutpoints)
     if cutpoints.dim() != 1 or cutpoints.numel() < 1:
         raise InputDataError(f"cutpoints must be a non-empty vector, got shape {cutpoints.shape}")
-    if not bool(torch.isfinite(cutpoints).all()) or not bool((cutpoints.diff() > 0).all()):
-        raise InputDataError(f"cutpoints must be finite and strictly increasing, got {cutpoints}")
 
     def likelihood(utility: Tensor) -> dist.TorchDistribution:
-        points = cutpoints.to(utility.dtype).expand(*utility.shape, cutpoints.numel())
-        return dist.OrderedLogistic(utility, points)
+        points = cutpoints.to(utility.dtype)
+        if bool(torch.isfinite(points).all()) and bool((points.diff() > 0).all()):
+            return dist.OrderedLogistic(utility, points.expand(*utility.shape, points.numel()))
+        return _OutsideParameterSpace(probs=_limit_probs(utility, points.detach()))
 
     return likelihood
+
+
+def _limit_probs(utility: Tensor, points: Tensor) -> Tensor:
+    """`... x m x (K + 1)` category probabilities with the cutpoints replaced by their running
+    maximum (non-decreasing; a squeezed category gets probability 0); uniform where NaN."""
+    cumulative = torch.sigmoid(points.cummax(-1).values - utility.detach().unsqueeze(-1))
+    zeros = torch.zeros_like(cumulative[..., :1])
+    probs = (torch.cat([cumulative, zeros + 1], -1) - torch.cat([zeros, cumulative], -1)).clamp(0)
+    uniform = torch.full_like(probs, 1.0 / probs.shape[-1])
+    return torch.where(torch.isnan(probs).any(-1, keepdim=True), uniform, probs)
+
+
+class _OutsideParameterSpace(dist.Categorical):
+    """A categorical whose every observation has log-probability ``-inf``: the ordinal
+    likelihood at cutpoints outside the parameter space. It samples from the limit
+    probabilities it was built with (:func:`_limit_probs`)."""
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        shape = torch.broadcast_shapes(value.shape, self.batch_shape)
+        return torch.full(shape, float("-inf"), dtype=self.probs.dtype, device=self.probs.device)

@@ -35,6 +35,11 @@ estimator, which is always correct. The bias always uses the plain estimator.
 Use :class:`pyro.infer.TraceMeanField_ELBO` to get the KL term in closed form when the prior
 is Normal (Pyro registers the Normal-Normal KL); other priors fall back to Monte Carlo.
 
+The guide's parameters (``weight_loc``, ``weight_scale``, ...) describe a posterior only once
+that guide was fitted; :attr:`BayesianLinear.guide_fitted` tells (a layer fitted through an
+``AutoNormal`` over the whole model keeps them at their initial values, and
+:func:`probrank.diagnostics.summarize` then asks for that guide instead).
+
 Ensembles: with ``batch_shape=(M,)`` the layer holds ``M`` independent weight matrices,
 ``M x out x in``, for inputs `M x n x in`; independent members trained on a summed loss get
 exactly the gradients they would get alone.
@@ -101,7 +106,11 @@ class BayesianLinear(PyroModule):
         out_features: Output width ``o``.
         weight_prior: Prior of the weight, a Pyro distribution (a scalar one is expanded to
             `*batch_shape x o x d`) or a callable ``module -> Distribution``.
-        bias_prior: Prior of the bias (shape `*batch_shape x o`), or None for no bias.
+        bias_prior: Prior of the bias (shape `*batch_shape x o`), expanded like the weight's.
+            ``None`` (the default) means the standard normal ``Normal(0, 1)``, as for
+            ``weight_prior``; it does not remove the bias (use ``bias=False`` for that).
+        bias: Whether the layer has a bias at all (``False``: no ``bias`` site, no bias
+            guide parameters, and ``bias_prior`` is ignored).
         estimator: ``"flipout"``, ``"local_reparam"`` or ``"reparam"``; see the module doc.
         batch_shape: Leading shape of independent ensemble members (``()`` for one layer).
         init_scale: Initial standard deviation of the mean-field guide.
@@ -166,6 +175,28 @@ class BayesianLinear(PyroModule):
                 torch.full(bias_shape, init_scale), constraint=constraints.positive
             )
         self._guide_draw: Tensor | None = None
+        self._initial_guide = self._guide_state()
+
+    def _guide_state(self) -> tuple[Tensor, ...]:
+        names = ["weight_loc", "weight_scale"] + (
+            ["bias_loc", "bias_scale"] if self.has_bias else []
+        )
+        return tuple(getattr(self, f"{n}_unconstrained").detach().cpu().clone() for n in names)
+
+    @property
+    def guide_fitted(self) -> bool:
+        """Whether the parameters of the layer's own guide (:meth:`guide`) differ from their
+        initial values, i.e. were trained (or loaded from a fitted state).
+
+        False for a layer fitted with another guide (``AutoNormal``, ``AutoDelta``, ...) or by
+        MCMC: its ``weight_loc`` / ``weight_scale`` are then the untrained initial values and
+        describe no posterior.
+        """
+        current = self._guide_state()
+        return any(
+            not torch.equal(now.to(start.dtype), start)
+            for now, start in zip(current, self._initial_guide, strict=True)
+        )
 
     @pyro_method
     def guide(self) -> None:
@@ -182,6 +213,72 @@ class BayesianLinear(PyroModule):
         if self.has_bias:
             bias_q = dist.Normal(self.bias_loc, self.bias_scale).to_event(len(self.bias_loc.shape))
             pyro.sample(self._pyro_get_fullname("bias"), bias_q)
+
+    def sample(self, num_samples: int, seed: int = 0) -> tuple[Tensor, Tensor | None]:
+        """Draws of the weight and bias from the layer's own mean-field guide (:meth:`guide`).
+
+        ``W_s = weight_loc + weight_scale * eps_s`` and ``b_s = bias_loc + bias_scale * e_s``
+        with the standard normal ``eps`` (all weights first) and ``e`` drawn, in that order,
+        from a generator seeded by ``seed``; the global random state is not touched.
+
+        Args:
+            num_samples: `S >= 1` draws.
+            seed: Seeds the draws.
+
+        Returns:
+            ``(weight, bias)``: `S x *batch_shape x o x d` and `S x *batch_shape x o` (None
+            for a layer without bias), in the dtype of ``weight_loc``.
+
+        Raises:
+            InputDataError: ``num_samples < 1``.
+        """
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+            raise InputDataError(f"num_samples must be a positive integer, got {num_samples!r}")
+        generator = torch.Generator().manual_seed(int(seed))
+        loc, scale = self.weight_loc, self.weight_scale
+        eps = torch.randn((num_samples, *loc.shape), generator=generator, dtype=loc.dtype)
+        weight = loc + scale * eps
+        if not self.has_bias:
+            return weight, None
+        bias_loc, bias_scale = self.bias_loc, self.bias_scale
+        bias_eps = torch.randn(
+            (num_samples, *bias_loc.shape), generator=generator, dtype=bias_loc.dtype
+        )
+        return weight, bias_loc + bias_scale * bias_eps
+
+    def predictive(self, x: Tensor, num_samples: int, seed: int = 0) -> Tensor:
+        """Draws of the layer's outputs ``x W_s^T + b_s`` under :meth:`sample`'s draws.
+
+        Args:
+            x: `*batch_shape x ... x d` inputs.
+            num_samples: `S >= 1` draws.
+            seed: Seeds the draws (the same seed gives the same draws as :meth:`sample`).
+
+        Returns:
+            `S x *batch_shape x ... x o` outputs.
+
+        Raises:
+            InputDataError: inputs of another width or batch shape, or ``num_samples < 1``.
+        """
+        if x.shape[-1] != self.in_features:
+            raise InputDataError(f"expected {self.in_features} input features, got {x.shape[-1]}")
+        batch = len(self.batch_shape)
+        if batch and (x.dim() < batch + 1 or x.shape[:batch] != self.batch_shape):
+            raise InputDataError(
+                f"inputs must be {tuple(self.batch_shape)} x ... x {self.in_features}, got "
+                f"{tuple(x.shape)}"
+            )
+        weight, bias = self.sample(num_samples, seed)
+        middle = x.shape[batch:-1]  # the "..." dims
+        rows = x.reshape(*self.batch_shape, -1, self.in_features)  # `*batch x N x d`
+        if batch:
+            out = torch.matmul(rows.unsqueeze(0), weight.transpose(-1, -2))  # S x *b x N x o
+        else:  # (S o) x d times d x N: one matrix product for all draws
+            flat = weight.reshape(-1, self.in_features) @ rows.T
+            out = flat.reshape(num_samples, self.out_features, -1).transpose(-1, -2)
+        if bias is not None:
+            out = out + bias.unsqueeze(-2)
+        return out.reshape(num_samples, *self.batch_shape, *middle, self.out_features)
 
     def _matmul(self, x: Tensor, weight: Tensor) -> Tensor:
         if self.batch_shape:

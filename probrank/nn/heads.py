@@ -29,6 +29,7 @@ from torch import Tensor, nn
 from probrank._options import parse_enum
 from probrank.exceptions import InputDataError
 from probrank.nn.losses import LossKind, check_focal_gamma, make_loss
+from probrank.nn.mc_dropout import dropout_masks, forward_with_masks
 from probrank.nn.mvn import low_rank_mvn, sample_mvn
 from probrank.nn.rff_gp import MomentumForm, RFFGaussianProcess
 from probrank.nn.spectral import spectral_normalize
@@ -219,7 +220,12 @@ def _logit_of_mean(probabilities: Tensor) -> Tensor:
 
 
 class MCDropoutHead(MLPHead):
-    """MC dropout: ``num_samples`` stochastic passes with dropout on at prediction time.
+    """MC dropout: ``num_samples`` thinned networks (dropout on at prediction time).
+
+    Each pass is a whole-function draw: its dropout masks are drawn once (from
+    ``prediction_seed``) and shared by every input row (:mod:`probrank.nn.mc_dropout`), so the
+    passes' covariance over candidates is that of function draws (two identical rows have
+    covariance equal to their variance).
 
     Args:
         num_samples: Passes ``T`` (default 10).
@@ -233,18 +239,19 @@ class MCDropoutHead(MLPHead):
         super().__init__(in_features, **kwargs)
         if num_samples < 2:
             raise InputDataError(f"num_samples must be at least 2, got {num_samples}")
+        self.in_features = int(in_features)
         self.num_samples = num_samples
         self.prediction_seed = prediction_seed
 
     @torch.no_grad()
     def sample_logits(self, features: Tensor) -> Tensor:
-        """`T x ...` logits of ``T`` dropout passes (seeded by ``prediction_seed``)."""
-        self.train()
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.prediction_seed)
-            samples = torch.stack([self(features) for _ in range(self.num_samples)])
+        """`T x ...` logits of ``T`` thinned networks (masks seeded by ``prediction_seed``,
+        the same for every row of ``features``)."""
         self.eval()
-        return samples
+        modules = [*self.body, self.out]
+        generator = torch.Generator().manual_seed(self.prediction_seed)
+        masks = dropout_masks(modules, self.in_features, self.num_samples, generator)
+        return forward_with_masks(modules, features, masks).squeeze(-1)
 
     def logit_predictive(self, features: Tensor) -> tuple[Tensor, Tensor]:
         """`...` logit of the mean over passes of the sigmoid, and `...` zeros."""

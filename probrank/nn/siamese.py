@@ -27,7 +27,6 @@ what it learnt on MEDIQA.
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -37,6 +36,8 @@ from torch import Tensor, nn
 
 from probrank._options import parse_enum
 from probrank.exceptions import InputDataError
+from probrank.nn.mc_dropout import dropout_masks, forward_with_masks
+from probrank.nn.training import Direction, EarlyStopping
 
 __all__ = [
     "Activation",
@@ -233,41 +234,19 @@ class UtilityHead(nn.Module):
         """The head's linear layers, input side first."""
         return [m for m in self.layers if isinstance(m, nn.Linear)]
 
-    def _dropout_widths(self) -> list[int]:
-        widths, width = [], self.in_width
-        for module in self.layers:
-            if isinstance(module, nn.Linear):
-                width = module.out_features
-            elif isinstance(module, nn.Dropout):
-                widths.append(width)
-        return widths
-
     def dropout_masks(self, num_samples: int, generator: torch.Generator) -> list[Tensor]:
         """Per dropout layer, `S x width` scaled Bernoulli masks (``0`` or ``1 / (1 - p)``).
 
         One mask per sample *and unit*, shared by every input row: each sample is one thinned
         network, so :meth:`forward_with_masks` draws whole functions and their joint covariance
-        over many candidates restricts to the covariance over any subset.
+        over many candidates restricts to the covariance over any subset
+        (:func:`probrank.nn.mc_dropout.dropout_masks`).
         """
-        masks = []
-        dropouts = [m for m in self.layers if isinstance(m, nn.Dropout)]
-        for module, width in zip(dropouts, self._dropout_widths(), strict=True):
-            keep = 1.0 - float(module.p)
-            draws = torch.rand(num_samples, width, generator=generator, dtype=torch.float64)
-            masks.append((draws < keep).to(torch.float64) / keep)
-        return masks
+        return dropout_masks(list(self.layers), self.in_width, num_samples, generator)
 
     def forward_with_masks(self, hidden: Tensor, masks: Sequence[Tensor]) -> Tensor:
         """`... x w` -> `S x ...` utilities of the ``S`` thinned networks ``masks`` describe."""
-        x = hidden.unsqueeze(0)
-        remaining = iter(masks)
-        for module in self.layers:
-            if isinstance(module, nn.Dropout):
-                mask = next(remaining).to(x.dtype)
-                x = x * mask.reshape(mask.shape[0], *([1] * (hidden.dim() - 1)), mask.shape[-1])
-            else:
-                x = module(x)
-        return x.squeeze(-1)
+        return forward_with_masks(list(self.layers), hidden, masks).squeeze(-1)
 
     def forward_with_weights(
         self, hidden: Tensor, weights: Sequence[tuple[Tensor, Tensor]]
@@ -447,7 +426,8 @@ def fit_pairs(
     m = pairs.shape[0]
     losses: list[float] = []
     scores: list[float] = []
-    best_score, best_epoch, best_state = -math.inf, 0, None
+    stopper = EarlyStopping(options.patience, direction=Direction.MAX)
+    best_epoch, best_state = 0, None
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(options.seed)
         for epoch in range(options.epochs):
@@ -474,10 +454,9 @@ def fit_pairs(
                 net.eval()
                 score = float(validate(net))
                 scores.append(score)
-                if score > best_score:
-                    best_score, best_epoch = score, epoch
-                    best_state = copy.deepcopy(net.state_dict())
-                elif epoch - best_epoch >= options.patience:
+                if bool(stopper.step(epoch, score)):
+                    best_epoch, best_state = epoch, copy.deepcopy(net.state_dict())
+                elif stopper.should_stop:
                     break
             else:
                 best_epoch = epoch

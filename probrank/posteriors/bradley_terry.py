@@ -18,10 +18,18 @@ difference matrix, ``Lambda`` diagonal) the inverse goes through the `c x c` mat
 ``I + Lambda^1/2 D K D^T Lambda^1/2`` (eigenvalues >= 1), so ``K`` is never inverted. Newton
 steps are damped by step halving until the log posterior increases. Everything runs in
 float64 and is deterministic: the same judgements in any order give the same posterior.
+
+:meth:`BradleyTerryLaplace.botorch_model` exposes it to BoTorch
+(:class:`~probrank.posteriors.preference.PreferenceUtilityModel`) over its candidates only:
+a point is a candidate's datapoint row (its feature vector when built by
+:meth:`~BradleyTerryLaplace.from_features`, else its index as a one-column row ``[i]``), and
+``condition_on_observations`` / ``fantasize`` condition copies on judgements between
+candidates.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from enum import Enum
@@ -34,6 +42,7 @@ from torch import Tensor
 from probrank._options import parse_enum
 from probrank.exceptions import ConvergenceWarning, InputDataError
 from probrank.posteriors.indices import candidate_index, judgement
+from probrank.posteriors.preference import PreferenceUtilityModel, comparison_pairs, match_rows
 
 __all__ = ["BradleyTerryLaplace", "Link", "candidate_index", "rbf_kernel"]
 
@@ -100,7 +109,7 @@ def rbf_kernel(
 class BradleyTerryLaplace:
     """Pairwise-preference model with a Gaussian prior and a Laplace posterior.
 
-    Implements the :class:`~probrank.interactive.model.PreferenceModel` protocol.
+    Implements the :class:`~probrank.posteriors.protocol.PreferenceModel` protocol.
 
     Args:
         prior_mean: `n` prior means ``m0``.
@@ -153,6 +162,7 @@ class BradleyTerryLaplace:
         self._comparisons: list[tuple[int, int]] = []
         self._mode = mean.clone()
         self._covariance = self.prior_covariance.clone()
+        self._features: Tensor | None = None
 
     @classmethod
     def from_features(
@@ -181,7 +191,9 @@ class BradleyTerryLaplace:
         mean = (
             torch.zeros(kernel.shape[0], dtype=torch.float64) if prior_mean is None else prior_mean
         )
-        return cls(mean, kernel, **kwargs)  # type: ignore[arg-type]
+        model = cls(mean, kernel, **kwargs)  # type: ignore[arg-type]
+        model._features = features.detach().to("cpu", torch.float64).clone()
+        return model
 
     @property
     def num_candidates(self) -> int:
@@ -202,8 +214,82 @@ class BradleyTerryLaplace:
         Raises:
             InputDataError: Indices out of range or equal.
         """
-        self._comparisons.append(judgement(winner, loser, self.num_candidates))
-        self._mode, self._covariance = self._laplace()
+        self.update_many([(winner, loser)])
+
+    def update_many(self, judgements: list[tuple[int, int]]) -> None:
+        """Add several ``(winner, loser)`` judgements and recompute the posterior once (the
+        same posterior as adding them one by one).
+
+        Raises:
+            InputDataError: Indices out of range or equal.
+        """
+        checked = [judgement(w, ell, self.num_candidates) for w, ell in judgements]
+        if checked:
+            self._comparisons.extend(checked)
+            self._mode, self._covariance = self._laplace()
+
+    @property
+    def datapoints(self) -> Tensor:
+        """`n x d` rows that stand for the candidates in BoTorch: the features given to
+        :meth:`from_features`, else the indices as an `n x 1` column (float64)."""
+        if self._features is not None:
+            return self._features
+        return torch.arange(self.num_candidates, dtype=torch.float64).unsqueeze(-1)
+
+    def _indices(self, X: Tensor) -> Tensor:
+        index = match_rows(self.datapoints, X)
+        if bool((index < 0).any()):
+            raise InputDataError(
+                "BradleyTerryLaplace knows only its candidates: every point must be a row of "
+                "its datapoints (the candidates' features, or their indices as `n x 1` rows)"
+            )
+        return index
+
+    def posterior_at(self, X: Tensor) -> MultivariateNormal:
+        """The posterior of the candidates whose datapoint rows are the points ``X``.
+
+        Args:
+            X: `batch_shape x q x d` rows of :attr:`datapoints`.
+
+        Returns:
+            An MVN with mean `batch_shape x q` and dense covariance (float64).
+
+        Raises:
+            InputDataError: A point is not a candidate's row.
+        """
+        if X.dim() < 2:
+            raise InputDataError(f"X must be batch_shape x q x d, got {tuple(X.shape)}")
+        index = self._indices(X)
+        covariance = self._covariance[index.unsqueeze(-1), index.unsqueeze(-2)]
+        return MultivariateNormal(self._mode[index], DenseLinearOperator(covariance))
+
+    def conditioned(self, X: Tensor, comparisons: Tensor) -> BradleyTerryLaplace:
+        """A copy updated with ``comparisons`` between the candidates at the points ``X``.
+
+        Args:
+            X: `n' x d` rows of :attr:`datapoints`.
+            comparisons: `m x 2` integer ``(winner, loser)`` rows indexing ``X``; a point
+                compared with itself is skipped.
+
+        Returns:
+            A new model (``self`` is unchanged).
+        """
+        if X.dim() != 2:
+            raise InputDataError(f"X must be n' x d, got {tuple(X.shape)}")
+        index = self._indices(X).tolist()
+        pairs = [(index[w], index[ell]) for w, ell in comparison_pairs(comparisons, len(index))]
+        model = copy.deepcopy(self)
+        model.update_many([(w, ell) for w, ell in pairs if w != ell])
+        return model
+
+    def botorch_model(self, noise_variance: float = 0.0) -> PreferenceUtilityModel:
+        """A BoTorch ``Model`` over the candidates (current state; see the module doc).
+
+        Args:
+            noise_variance: Judgement noise added to the utilities' variance when BoTorch
+                asks for observation noise (e.g. when fantasizing comparisons).
+        """
+        return PreferenceUtilityModel(self, self.datapoints, noise_variance=noise_variance)
 
     def predictive(
         self, prior_mean: Tensor, cross_covariance: Tensor, prior_covariance: Tensor

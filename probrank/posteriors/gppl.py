@@ -32,7 +32,6 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 from botorch.models import PairwiseGP
-from botorch.models.model import Model
 from gpytorch.distributions import MultivariateNormal
 from gpytorch.kernels import RBFKernel, ScaleKernel
 from linear_operator.operators import DenseLinearOperator
@@ -214,13 +213,9 @@ class GPPLPosterior(CandidateSetPosterior):
             posterior = self.model.posterior(x)
         return posterior.distribution  # type: ignore[attr-defined]
 
-    def botorch_model(self) -> Model:  # type: ignore[override]
-        """The underlying ``PairwiseGP``; before the first comparison a ``UtilityModel`` over
-        the prior (a comparison-free ``PairwiseGP`` has no ``datapoints``, which BoTorch's
-        analytic EUBO needs)."""
-        if not self._comparisons:
-            return super().botorch_model()
-        return self.model
+    def _extend(self, rows: Tensor) -> None:
+        super()._extend(rows)
+        self.model = self._build()
 
-    def _condition(self) -> None:
+    def _condition(self, new: list[tuple[int, int]]) -> None:
         self.model = self._build()

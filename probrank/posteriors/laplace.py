@@ -123,8 +123,17 @@ class LastLayerLaplacePosterior(CandidateSetPosterior):
         mean, covariance = self.laplace.predictive(prior_mean, cross, prior_covariance)
         return self._output(mean, covariance)
 
-    def _condition(self) -> None:
-        winner, loser = self._comparisons[-1]
-        first, second = int(self.point_of[winner]), int(self.point_of[loser])
-        if first != second:  # identical answers: nothing to learn
-            self.laplace.update(first, second)
+    def _extend(self, rows: Tensor) -> None:
+        """New candidates: the distinct points and the Laplace over them are rebuilt, and the
+        judgements so far replayed (the Laplace posterior does not depend on their order)."""
+        super()._extend(rows)
+        scale, link = self.laplace.scale, self.laplace.link
+        self.points, self.point_of = torch.unique(self.features, dim=0, return_inverse=True)
+        mean, covariance = self._prior(self.points)
+        self.laplace = BradleyTerryLaplace(mean, covariance, scale=scale, link=link)
+        self._condition(self._comparisons)
+
+    def _condition(self, new: list[tuple[int, int]]) -> None:
+        pairs = [(int(self.point_of[w]), int(self.point_of[ell])) for w, ell in new]
+        # identical answers: nothing to learn
+        self.laplace.update_many([(first, second) for first, second in pairs if first != second])

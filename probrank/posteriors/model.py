@@ -1,4 +1,11 @@
-"""A BoTorch ``Model`` over candidate utilities backed by any probrank utility posterior."""
+"""A BoTorch ``Model`` over candidate utilities backed by any probrank utility posterior.
+
+``X`` may be float32 or float64 (BoTorch's default dtype): it is cast to the dtype of the
+source's parameters when the source is a module (a head in :mod:`probrank.nn.heads`, or a
+bound method of one), and the posterior comes back in the dtype of ``X``. The source is not a
+submodule of the model, so an acquisition function's ``.to(X)`` never converts the caller's
+network.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +20,7 @@ from gpytorch.distributions import MultivariateNormal
 from torch import Tensor
 
 from probrank.exceptions import InputDataError
+from probrank.posteriors.preference import cast_mvn
 
 __all__ = ["CandidatePosterior", "UtilityModel"]
 
@@ -22,6 +30,17 @@ class CandidatePosterior(Protocol):
     (every head in :mod:`probrank.nn.heads` qualifies)."""
 
     def posterior(self, features: Tensor) -> MultivariateNormal: ...
+
+
+def _module_dtype(source: object) -> torch.dtype | None:
+    """The floating dtype of ``source``'s parameters (or of the module a bound method
+    belongs to); None when it has none."""
+    module = source if isinstance(source, torch.nn.Module) else getattr(source, "__self__", None)
+    if isinstance(module, torch.nn.Module):
+        for tensor in (*module.parameters(), *module.buffers()):
+            if tensor.is_floating_point():
+                return tensor.dtype
+    return None
 
 
 class UtilityModel(Model):
@@ -46,8 +65,9 @@ class UtilityModel(Model):
     ) -> None:
         super().__init__()
         self.datapoints = datapoints
-        if isinstance(source, torch.nn.Module):
-            self.source_module = source
+        # kept out of the module tree: BoTorch's acquisition functions call ``self.to(X)``,
+        # which would otherwise convert the caller's network to the dtype of ``X``
+        self._source = (source,)
         posterior_fn = getattr(source, "posterior", None)
         chosen = posterior_fn if callable(posterior_fn) else source
         if not callable(chosen):
@@ -76,22 +96,25 @@ class UtilityModel(Model):
         """Joint posterior of the utilities of the `q` candidates in each batch.
 
         Args:
-            X: `batch_shape x q x d` candidate features.
+            X: `batch_shape x q x d` candidate features (float32 or float64).
             output_indices: Only ``None`` or ``[0]`` (one output).
             observation_noise: Add ``noise_variance`` to the diagonal when True.
             posterior_transform: Applied to the posterior if given.
 
         Returns:
-            A ``GPyTorchPosterior`` whose ``mean`` is `batch_shape x q x 1`.
+            A ``GPyTorchPosterior`` in the dtype of ``X`` whose ``mean`` is
+            `batch_shape x q x 1`.
         """
         if output_indices not in (None, [0]):
             raise InputDataError(f"UtilityModel has one output, got {output_indices}")
         if X.dim() < 2:
             raise InputDataError(f"X must be batch_shape x q x d, got shape {tuple(X.shape)}")
-        mvn = self._posterior_fn(X)
+        dtype = _module_dtype(self._source[0])
+        inputs = X if dtype is None else X.to(dtype)
+        mvn = self._posterior_fn(inputs)
         if observation_noise is not False and self.noise_variance > 0:
             mvn = MultivariateNormal(
                 mvn.mean, mvn.lazy_covariance_matrix.add_diagonal(torch.tensor(self.noise_variance))
             )
-        posterior = GPyTorchPosterior(mvn)
+        posterior = GPyTorchPosterior(cast_mvn(mvn, X.dtype))
         return posterior_transform(posterior) if posterior_transform is not None else posterior

@@ -4,12 +4,15 @@ Every class here holds the `n x d` features of one question's candidates and a p
 the warm-start network(s) (the caller's networks are never modified), and offers:
 
 * ``posterior()``: the joint ``MultivariateNormal`` over the `n` utilities (mean `n`,
-  covariance `n x n`), i.e. the :class:`~probrank.interactive.model.PreferenceModel` protocol
+  covariance `n x n`), i.e. the :class:`~probrank.posteriors.protocol.PreferenceModel` protocol
   together with ``update(winner, loser)``;
 * ``posterior_at(X)``: the same posterior at any `batch_shape x q x d` features, and
-  ``botorch_model()``: a BoTorch :class:`~probrank.posteriors.model.UtilityModel` whose
-  ``posterior(X)`` returns a ``GPyTorchPosterior`` with the full joint covariance, so BoTorch's
-  acquisition functions run on it unchanged.
+  ``botorch_model()``: a BoTorch
+  :class:`~probrank.posteriors.preference.PreferenceUtilityModel` whose ``posterior(X)``
+  returns a ``GPyTorchPosterior`` with the full joint covariance, so BoTorch's acquisition
+  functions run on it unchanged, and whose ``condition_on_observations`` / ``fantasize``
+  condition copies on judgements (:meth:`CandidateSetPosterior.conditioned`), so look-ahead
+  acquisition functions run too.
 
 Sample-based covariances (MC dropout passes, ensemble members, SWAG draws) have rank at most
 ``S - 1``; a ``jitter`` (default ``1e-6``) is added to the diagonal so that a Cholesky factor
@@ -37,7 +40,7 @@ from probrank.exceptions import InputDataError
 from probrank.nn.siamese import PairFitOptions, SiameseUtilityNet, fit_pairs
 from probrank.posteriors.candidate import jittered_sample_mvn
 from probrank.posteriors.indices import judgement
-from probrank.posteriors.model import UtilityModel
+from probrank.posteriors.preference import PreferenceUtilityModel, comparison_pairs, match_rows
 
 __all__ = [
     "CandidateSetPosterior",
@@ -154,7 +157,8 @@ def check_candidate_features(features: Tensor, in_features: int | None = None) -
 class CandidateSetPosterior(ABC):
     """Base class: a posterior over `n` candidates that conditions on judgements.
 
-    Subclasses implement :meth:`posterior_at` and :meth:`_condition`.
+    Subclasses implement :meth:`posterior_at` and :meth:`_condition`, and extend
+    :meth:`_extend` when they keep per-candidate state.
 
     Args:
         features: `n x d` candidate features.
@@ -194,17 +198,70 @@ class CandidateSetPosterior(ABC):
         Raises:
             InputDataError: Indices out of range or equal.
         """
-        self._comparisons.append(judgement(winner, loser, self.num_candidates))
-        self._condition()
-        self._cached = None
+        self.update_many([(winner, loser)])
+
+    def update_many(self, judgements: list[tuple[int, int]]) -> None:
+        """Condition on several ``(winner, loser)`` judgements with one update.
+
+        Raises:
+            InputDataError: Indices out of range or equal.
+        """
+        checked = [judgement(w, ell, self.num_candidates) for w, ell in judgements]
+        if checked:
+            self._comparisons.extend(checked)
+            self._condition(checked)
+            self._cached = None
 
     @abstractmethod
-    def _condition(self) -> None:
-        """Refresh the state after ``self._comparisons`` grew by one."""
+    def _condition(self, new: list[tuple[int, int]]) -> None:
+        """Refresh the state after ``new`` was appended to ``self._comparisons``."""
 
-    def botorch_model(self) -> UtilityModel:
-        """A BoTorch ``Model`` whose ``posterior(X)`` is :meth:`posterior_at` (current state)."""
-        return UtilityModel(self.posterior_at, datapoints=self.features)
+    def _extend(self, rows: Tensor) -> None:
+        """Add `k x d` new candidate rows (after the existing `n`), with no judgement."""
+        self.features = torch.cat([self.features, rows])
+
+    def conditioned(self, X: Tensor, comparisons: Tensor) -> CandidateSetPosterior:
+        """A copy updated with ``comparisons`` between the points ``X`` (``self`` unchanged).
+
+        A point equal to a candidate's feature row is that candidate; other points become
+        new candidates of the copy (appended after the `n`). The copy takes one update for
+        all the comparisons (:meth:`update_many`); a point compared with itself is skipped.
+
+        Args:
+            X: `n' x d` points.
+            comparisons: `m x 2` integer ``(winner, loser)`` rows indexing the points.
+        """
+        if X.dim() != 2:
+            raise InputDataError(f"X must be n' x d, got {tuple(X.shape)}")
+        points = self._check_x(X, self.features.shape[1])
+        if not bool(torch.isfinite(points).all()):
+            raise InputDataError("points hold NaN or infinite values")
+        index = match_rows(self.features, X)
+        new_rows = points[index < 0]
+        distinct, inverse = (
+            torch.unique(new_rows, dim=0, return_inverse=True)
+            if new_rows.shape[0]
+            else (new_rows, torch.zeros(0, dtype=torch.long))
+        )
+        index[index < 0] = self.num_candidates + inverse
+        model = copy.deepcopy(self)
+        if distinct.shape[0]:
+            model._extend(distinct)
+        pairs = [(int(index[w]), int(index[ell]))
+                 for w, ell in comparison_pairs(comparisons, X.shape[0])]  # fmt: skip
+        model.update_many([(w, ell) for w, ell in pairs if w != ell])
+        return model
+
+    def botorch_model(self, noise_variance: float = 0.0) -> PreferenceUtilityModel:
+        """A BoTorch ``Model`` whose ``posterior(X)`` is :meth:`posterior_at` (current state)
+        and which conditions copies on judgements (see
+        :mod:`probrank.posteriors.preference`).
+
+        Args:
+            noise_variance: Judgement noise added to the utilities' variance when BoTorch
+                asks for observation noise (e.g. when fantasizing comparisons).
+        """
+        return PreferenceUtilityModel(self, self.features, noise_variance=noise_variance)
 
     def _check_x(self, X: Tensor, width: int) -> Tensor:
         if X.dim() < 2 or X.shape[-1] != width:
@@ -260,6 +317,12 @@ class HeadState:
         with torch.no_grad():
             return self.prefix(x)
 
+    def extend(self, features: Tensor) -> None:
+        """Take ``features`` (the old rows, then new ones) as the candidates."""
+        with torch.no_grad():
+            extra = self.prefix(features[self.hidden.shape[0] :])
+        self.features, self.hidden = features, torch.cat([self.hidden, extra])
+
 
 class MCDropoutPosterior(CandidateSetPosterior):
     """MC dropout: the sample mean and covariance of ``T`` dropout passes (the paper: T = 20).
@@ -313,7 +376,11 @@ class MCDropoutPosterior(CandidateSetPosterior):
             self._passes(self.state.head, self.state.hidden_at(x)), self.jitter
         )
 
-    def _condition(self) -> None:
+    def _extend(self, rows: Tensor) -> None:
+        super()._extend(rows)
+        self.state.extend(self.features)
+
+    def _condition(self, new: list[tuple[int, int]]) -> None:
         self.update_rule.apply(
             self.state.head,
             self.state.anchor,
@@ -357,7 +424,12 @@ class EnsemblePosterior(CandidateSetPosterior):
             samples = torch.stack([m.head(m.hidden_at(x)) for m in self.members])
         return jittered_sample_mvn(samples, self.jitter)
 
-    def _condition(self) -> None:
+    def _extend(self, rows: Tensor) -> None:
+        super()._extend(rows)
+        for member in self.members:
+            member.extend(self.features)
+
+    def _condition(self, new: list[tuple[int, int]]) -> None:
         for k, member in enumerate(self.members):
             self.update_rule.apply(
                 member.head, member.anchor, member.hidden, self._comparisons, member=k

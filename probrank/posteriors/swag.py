@@ -110,7 +110,11 @@ class SWAGUtilityPosterior(CandidateSetPosterior):
         x = X if X is self.features else self._check_x(X, self.net.in_features)
         return jittered_sample_mvn(self._draws(self.state.hidden_at(x)), self.jitter)
 
-    def _condition(self) -> None:
+    def _extend(self, rows: Tensor) -> None:
+        super()._extend(rows)
+        self.state.extend(self.features)
+
+    def _condition(self, new: list[tuple[int, int]]) -> None:
         self.update_rule.apply(
             self.state.head,
             self.state.anchor,

@@ -8,7 +8,9 @@ import pyro
 import pyro.distributions as dist
 import pytest
 import torch
-from pyro.infer import MCMC, NUTS
+from pyro.infer import MCMC, NUTS, TraceMeanField_ELBO
+from pyro.infer.autoguide import AutoNormal
+from pyro.nn import PyroModule
 
 from probrank.diagnostics import (
     from_pyro,
@@ -20,6 +22,7 @@ from probrank.diagnostics import (
 )
 from probrank.diagnostics._data import get_group, has_group
 from probrank.exceptions import InputDataError
+from probrank.inference import fit_svi
 from probrank.inference.mcmc import NutsSamples
 from probrank.models.qlfusion import QLFusionNet
 from probrank.nn.bayesian_linear import BayesianLinear
@@ -109,8 +112,8 @@ def test_pyro_mcmc_object() -> None:
 
 def test_bayesian_layer_draws_follow_its_guide() -> None:
     layer = BayesianLinear(3, 2, seed=1)
-    with torch.no_grad():
-        layer.weight_scale.mul_(10.0)
+    layer.weight_scale = torch.full((2, 3), 0.1)  # as if fitted: sets the guide parameter
+    assert layer.guide_fitted
     data = to_inference_data(layer, num_samples=4000, seed=3)
     posterior = get_group(data, "posterior")
     assert posterior["weight"].dims == ("chain", "draw", "output", "feature")
@@ -153,6 +156,10 @@ def test_summarize_qlfusion_output_layer_after_svi() -> None:
 def test_several_layers_get_prefixed_dims() -> None:
     net = QLFusionNet(6, 3, num_models=1)
     net.extra = BayesianLinear(4, 2)
+    with pytest.raises(InputDataError, match="initial"):
+        layer_draws(net, 5)  # neither layer's guide was fitted
+    for layer in (net.output, net.extra):
+        layer.weight_loc = layer.weight_loc + 0.1  # as if fitted
     draws, dims = layer_draws(net, 5)
     assert dims["output.weight"] == ["output.member", "output.output", "output.feature"]
     assert dims["extra.bias"] == ["extra.output"]
@@ -228,3 +235,83 @@ def test_from_pyro_with_a_guide_is_seeded_and_leaves_the_store_alone() -> None:
     np.testing.assert_allclose(w[0].mean(0), [1.0, -1.0], atol=0.03)
     with pytest.raises(InputDataError):
         from_pyro(_binomial_model, x, y)
+
+
+SIGMA = 0.5
+F64 = torch.float64
+
+
+class _Regression(PyroModule):
+    """``y ~ N(w x + b, SIGMA^2)`` with standard normal priors on ``w`` and ``b``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        prior = dist.Normal(torch.tensor(0.0, dtype=F64), torch.tensor(1.0, dtype=F64))
+        self.layer = BayesianLinear(1, 1, prior, prior, seed=0).double()
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor | None = None) -> None:
+        mean = self.layer(x.unsqueeze(-1)).squeeze(-1)
+        with pyro.plate("data", x.shape[0]):
+            pyro.sample("y", dist.Normal(mean, SIGMA), obs=y)
+
+
+def test_summarize_a_layer_fitted_with_an_autonormal_guide() -> None:
+    # Regression: summarize(layer) used to summarise the layer's own, never-trained guide
+    # (the initial weight, near 0) instead of the AutoNormal posterior (near 2).
+    x = torch.linspace(-1.0, 1.0, 20, dtype=F64)
+    y = 2.0 * x - 0.5 + SIGMA * torch.randn(20, dtype=F64)
+    model = _Regression()
+    guide = AutoNormal(model, init_scale=0.05)
+    optimizer = pyro.optim.ClippedAdam({"lr": 0.05, "lrd": 0.992})  # decays to 4e-4
+    fit_svi(model, guide, [x, y], optimizer=optimizer, loss=TraceMeanField_ELBO(),
+            max_epochs=600, patience=None, seed=0, progress=False)  # fmt: skip
+    assert not model.layer.guide_fitted
+    with pytest.raises(InputDataError, match="guide=guide"):
+        summarize(model.layer)
+    with pytest.raises(InputDataError, match="no posterior"):
+        to_inference_data(model)
+    table = summarize(model.layer, guide=guide, num_samples=4000, seed=1)
+    assert list(table.index) == ["layer.weight[0, 0]", "layer.bias[0]"]
+    # the summary describes the fitted guide: its means and sds up to Monte Carlo error
+    # (4000 draws: standard error of a mean sd / 63, of an sd 1.1%)
+    sites = ["layer.weight", "layer.bias"]
+    median = guide.median()
+    bands = guide.quantiles([0.15865525393145707, 0.8413447460685429])  # mean -/+ one sd
+    centre = torch.stack([median[k].detach().reshape(()) for k in sites])
+    spread = torch.stack([(bands[k][1] - bands[k][0]).detach().reshape(()) / 2 for k in sites])
+    np.testing.assert_allclose(table["mean"].to_numpy(), centre.numpy(), rtol=0,
+                               atol=float(4 * spread.max() / 63))  # fmt: skip
+    np.testing.assert_allclose(table["sd"].to_numpy(), spread.numpy(), rtol=0.045)
+    # ... and that is the posterior of this conjugate model: a mean-field Gaussian fit has the
+    # exact means (precision I + A^T A / s^2, A = [x, 1]); SVI leaves them within 0.1 sd
+    design = torch.stack([x, torch.ones_like(x)], -1)
+    precision = torch.eye(2, dtype=F64) + design.T @ design / SIGMA**2
+    mean = torch.linalg.solve(precision, design.T @ y / SIGMA**2)
+    sd = precision.diagonal().rsqrt()
+    assert float(mean[0]) > 1.5  # the fitted slope, far from the layer's initial weight
+    np.testing.assert_allclose(table["mean"].to_numpy(), mean.numpy(), rtol=0,
+                               atol=0.1 * float(sd.min()))  # fmt: skip
+    again = summarize(model.layer, guide=guide, num_samples=4000, seed=1)
+    np.testing.assert_array_equal(again["mean"].to_numpy(), table["mean"].to_numpy())
+
+
+def test_a_guide_without_the_layer_sites_is_refused() -> None:
+    layer = BayesianLinear(2, 1)
+
+    def other_guide() -> None:
+        pyro.sample("z", dist.Normal(0.0, 1.0))
+
+    with pytest.raises(InputDataError, match="no site"):
+        summarize(layer, guide=other_guide, num_samples=5)
+
+
+def test_arviz_data_goes_through_every_path_unchanged() -> None:
+    # Regression: InferenceData is a Mapping, so it was dispatched as draws and raised TypeError.
+    data = to_inference_data({"w": torch.randn(2, 50, 3, dtype=F64)})
+    assert to_inference_data(data) is data
+    assert to_inference_data(data, num_samples=10, seed=3) is data
+    expected = summary(data)
+    for table in (summarize(data), summarize(data, num_samples=10), summarize(data, chains=True)):
+        np.testing.assert_array_equal(table.to_numpy(), expected.to_numpy())
+    with pytest.raises(InputDataError, match="unchanged"):
+        to_inference_data(data, dims={"w": ["feature"]})

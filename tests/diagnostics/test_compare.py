@@ -62,8 +62,30 @@ def test_plots_and_the_posterior_summary_png(tmp_path: object) -> None:
     ax = plot_reliability({"a": torch.rand(200, generator=generator), "b": labels * 0.9}, labels)
     assert len(ax.get_legend().get_texts()) == 3  # perfect + two models
     plt.close(ax.figure)
+    with pytest.raises(InputDataError, match="does not exist"):
+        save_posterior_summary(data, tmp_path / "missing" / "x.png")  # type: ignore[operator]
+    (tmp_path / "out").mkdir()  # type: ignore[operator]
     for chains, name in ((2, "mcmc.png"), (1, "svi.png")):
         source = data if chains == 2 else to_inference_data({"w": torch.randn(50, 3)}, chains=False)
         path = save_posterior_summary(source, tmp_path / "out" / name, title="test")  # type: ignore[operator]
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["mcmc.png", "svi.png"]  # type: ignore[operator]
+
+
+def test_readme_states_the_reliability_plot_signatures_of_the_code() -> None:
+    # Regression (docs): the README listed plot_reliability_diagram among the functions of
+    # predicted probabilities; it draws reliability *curves*, and plot_reliability takes the
+    # probabilities. The README now writes both calls out; they must match the code.
+    import inspect
+    import re
+    from pathlib import Path
+
+    from probrank.evaluation.calibration import plot_reliability_diagram
+
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    stated = re.search(r"`plot_reliability_diagram\(([^)]*)\)`", readme)
+    assert stated is not None, "the README does not give plot_reliability_diagram's signature"
+    names = [p.split("=")[0].strip() for p in stated.group(1).split(",")]
+    assert names == list(inspect.signature(plot_reliability_diagram).parameters)
+    assert "plot_reliability({model: probs}, labels)" in readme
+    assert list(inspect.signature(plot_reliability).parameters)[:2] == ["probs", "labels"]

@@ -7,7 +7,7 @@ import pyro.distributions as dist
 import pytest
 import torch
 
-from probrank.diagnostics import compare_models, loo, to_inference_data
+from probrank.diagnostics import compare_models, loo, loo_verdict, to_inference_data
 from probrank.exceptions import InputDataError
 
 N_TRIALS = 50
@@ -75,12 +75,43 @@ def test_loo_prefers_beta_binomial_on_overdispersed_counts() -> None:
         {"binomial": _binomial_fit(counts, 2000), "beta-binomial": _beta_binomial_fit(counts, 2000)}
     )
     assert list(table.columns) == [
-        "rank", "elpd", "p_loo", "elpd_diff", "se", "dse", "weight", "warning",
+        "rank", "elpd", "p_loo", "elpd_diff", "se", "dse", "weight", "warning", "bad_k",
+        "num_observations",
     ]  # fmt: skip
     assert table.index[0] == "beta-binomial"
+    assert table.attrs["reliable"] and (table["bad_k"] == 0).all()
+    assert (table["num_observations"] == 40).all()
     difference = table.loc["binomial", "elpd_diff"]
     assert difference > 2 * table.loc["binomial", "dse"] and difference > 50
     np.testing.assert_allclose(table["weight"].sum(), 1.0, atol=1e-6)
+
+
+def test_high_pareto_k_is_reported_not_hidden() -> None:
+    # Regression (tutorial 1 reported LOO as if trustworthy while every Pareto-k warning
+    # fired): log-likelihoods -2 z^2, z ~ N(0, 1), give importance ratios exp(2 z^2) with tail
+    # P(ratio > t) ~ t^(-1/4), i.e. Pareto k = 4 for every observation (> 0.7).
+    counts = _counts(False, 30, seed=2)
+    z = torch.randn(300, 30, dtype=torch.float64)
+    bad = to_inference_data(
+        {"p": torch.rand(300, dtype=torch.float64)},
+        chains=False,
+        log_likelihood={"k": -2.0 * z**2},
+        observed_data={"k": counts},
+    )
+    result = loo(bad)
+    assert result.bad_k == 30 and not result.reliable
+    assert loo(_binomial_fit(counts, 2000)).reliable
+    table = compare_models({"good": _binomial_fit(counts, 2000), "bad": bad})
+    assert table.loc["bad", "bad_k"] == 30 and table.loc["good", "bad_k"] == 0
+    assert table.attrs["reliable"] is False
+    assert bool(table.loc["bad", "warning"])
+    verdict = loo_verdict(table)
+    assert verdict.startswith("PSIS-LOO is NOT reliable for bad (100% of observations)")
+    assert "not evidence" in verdict
+    both_bad = compare_models({"bad": bad, "also bad": bad})
+    assert loo_verdict(both_bad).startswith("PSIS-LOO is NOT reliable for any model")
+    good = compare_models({"a": _binomial_fit(counts, 2000), "b": _binomial_fit(counts, 2000)})
+    assert good.attrs["reliable"] and loo_verdict(good).startswith("PSIS-LOO is reliable")
 
 
 def test_loo_needs_log_likelihoods() -> None:

@@ -141,3 +141,14 @@ def test_encoder_from_config_reads_the_table_over_the_protocol_defaults(
     tuned = encoder_from_config({**table, "mode": "bi", "progress": False}, freeze=False)
     assert (tuned.mode.value, tuned.max_length, tuned.freeze) == ("bi", 256, False)
     assert tuned.cache is None and tuned.show_progress is False
+
+
+def test_documented_defaults_are_the_real_ones() -> None:
+    # Regression (docs): the class defaults (cross-encoder, CLS pooling) were not stated,
+    # while the README and configs use a mean-pooled bi-encoder.
+    import inspect
+
+    defaults = inspect.signature(TransformerEncoder.__init__).parameters
+    assert (defaults["mode"].default.value, defaults["pooling"].default.value) == ("cross", "cls")
+    doc = " ".join((TransformerEncoder.__doc__ or "").split())
+    assert '``"cross"`` (the default' in doc and '``"cls"`` (the default)' in doc

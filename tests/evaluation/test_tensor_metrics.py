@@ -93,3 +93,15 @@ def test_from_run_rejects_disjoint_queries_and_bad_depth():
     with pytest.raises(InputDataError, match="depth"):
         RankingBatch.from_run(run, depth=0)
     assert RankingBatch.from_run(run).gains.sum() == 0
+
+
+def test_ap_is_ap_at_the_batch_depth_as_documented():
+    # relevant documents at ranks 1 and 3 (of 2 relevant): full AP = (1 + 2/3) / 2; a batch
+    # cut at depth 2 sees only rank 1: AP@2 = (1 + 0) / 2, the denominator still 2
+    run = Run({"q": {"a": 3.0, "b": 2.0, "c": 1.0}})
+    qrels = Qrels({"q": {"a": 1, "b": 0, "c": 1}})
+    full = evaluate_batch(RankingBatch.from_run(run, qrels, depth=3), ["AP"])["AP"]
+    cut = evaluate_batch(RankingBatch.from_run(run, qrels, depth=2), ["AP"])["AP"]
+    torch.testing.assert_close(full, torch.tensor([(1 + 2 / 3) / 2], dtype=torch.float64))
+    torch.testing.assert_close(cut, torch.tensor([0.5], dtype=torch.float64))
+    assert "AP at the batch depth" in " ".join((evaluate_batch.__doc__ or "").split())

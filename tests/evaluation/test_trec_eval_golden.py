@@ -1,162 +1,174 @@
-"""Golden checks: probrank's measures against trec_eval's own expected outputs, to the 4
-decimals trec_eval prints (``../shared/data/trec_eval``)."""
+"""Golden checks that need no compiler: probrank against trec_eval 10's own expected outputs,
+to the printed digit, per topic and ``all``.
+
+``../shared/data/trec_eval`` holds ``out.test`` (default measures), ``out.test.a`` (``-m
+all_trec``), ``out.test.aq`` (with ``-q``), ``out.test.aqc`` (``-c`` on ``results.trunc``),
+``out.test.aql`` (``-l 2`` on ``qrels.rel_level``) and ``out.test.meas_params`` (measure
+parameters); the source tarball in ``../shared/reference`` adds ``out.test.aqcM`` (``-c -M
+100``) and the files with comment lines. Every line of these files whose measure probrank offers
+is compared (the measure names are trec_eval's, which probrank reads as they are).
+"""
 
 from __future__ import annotations
 
+import os
+import tarfile
 from pathlib import Path
 
 import pytest
 
-from probrank.evaluation import evaluate_per_query
-from probrank.evaluation.measures import per_query_values
+from probrank.data import Qrels, Run
+from probrank.evaluation import Evaluator
+from probrank.evaluation.measures import parse_measures
+from probrank.evaluation.trec_eval import FAMILIES
+from probrank.exceptions import InputDataError
 
 pytestmark = pytest.mark.integration
 
-# trec_eval name -> ir-measures name, for every measure probrank exposes that trec_eval prints.
-# Not here: iprec_at_recall (pytrec_eval embeds trec_eval 9's rule, and trec_eval 10 counts a
-# recall cut-off as reached one relevant document earlier: 301 at 0.10 gives 0.2096 vs 0.2098).
-TREC_TO_IR = {
-    "num_ret": "NumRet",
-    "num_rel": "NumRel",
-    "num_rel_ret": "NumRelRet",
-    "map": "AP",
-    "Rprec": "Rprec",
-    "bpref": "Bpref",
-    "recip_rank": "RR",
-    "infAP": "infAP",
-    "ndcg": "nDCG",
-    "rbp": "RBP(p=0.9)",
-    "set_P": "SetP",
-    "set_recall": "SetR",
-    "set_F": "SetF",
-    **{f"P_{k}": f"P@{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)},
-    **{f"recall_{k}": f"R@{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)},
-    **{f"ndcg_cut_{k}": f"nDCG@{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)},
-    **{f"map_cut_{k}": f"AP@{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)},
-    **{f"success_{k}": f"Success@{k}" for k in (1, 5, 10)},
-    **{f"unj_{k}": f"Judged@{k}" for k in (5, 10, 20)},
-}
-COUNTS = {"num_ret", "num_rel", "num_rel_ret"}
 
-
-def read_expected(path: Path, unjudged: bool) -> dict[str, dict[str, str]]:
-    """``{query or 'all': {trec_eval measure: printed value}}`` from a trec_eval output file.
-
-    ``unj_k`` (trec_eval's unjudged fraction) is compared with 1 - Judged@k only where asked:
-    with -c a query without results scores 0 on both, so the two cannot agree there.
-    """
+def read_expected(path: Path) -> dict[str, dict[str, str]]:
+    """``{topic or 'all': {measure: printed value}}`` of a trec_eval output file."""
     table: dict[str, dict[str, str]] = {}
     for line in path.read_text().splitlines():
         name, qid, value = (part.strip() for part in line.split("\t"))
-        if name in TREC_TO_IR and (unjudged or not name.startswith("unj_")):
-            table.setdefault(qid, {})[name] = value
+        table.setdefault(qid, {})[name] = value
     return table
 
 
-def printed(trec_name: str, value: float) -> str:
-    if trec_name.startswith("unj_"):  # trec_eval prints unjudged; ir-measures gives judged
-        value = 1.0 - value
-    return f"{round(value)}" if trec_name in COUNTS else f"{value:.4f}"
+def offered(names: set[str]) -> list[str]:
+    """The measure names that probrank evaluates, in a fixed order."""
+    keep = []
+    for name in sorted(names - {"runid"}):
+        try:
+            parse_measures([name])
+        except InputDataError:
+            continue
+        keep.append(name)
+    return keep
 
 
-def check(expected: dict[str, dict[str, str]], frame, totals: dict[str, float]) -> None:
+def check(expected: dict[str, dict[str, str]], qrels: Path, run: Path, **options) -> set[str]:
+    """Compare every offered value; return the families compared."""
+    names = offered({n for row in expected.values() for n in row})
+    evaluator = Evaluator(qrels, names, **options)
+    values = evaluator.per_query(Run.read(run))
+    totals = evaluator.aggregate(values)
+    if len(expected) > 1:  # printed with -q
+        assert set(values) == set(expected) - {"all"}
     checked = 0
     for qid, row in expected.items():
-        for trec_name, want in row.items():
-            ir_name = TREC_TO_IR[trec_name]
-            got = totals[ir_name] if qid == "all" else frame.loc[qid, ir_name]
-            assert printed(trec_name, got) == want, (qid, trec_name, got, want)
+        ours = totals if qid == "all" else values[qid]
+        for name in names:
+            if name not in row:
+                continue  # num_q and gm_map are printed in the summary only
+            value = ours[name]
+            text = f"{int(value)}" if evaluator.is_count(name) else f"{value:6.4f}"
+            assert text == row[name], (qid, name, value, row[name])
             checked += 1
-    assert checked > 100
+    assert checked >= len(names)
+    return {spec.family for spec in evaluator.measures}
 
 
-def aggregate(frame, parsed) -> dict[str, float]:
-    out = {}
-    for name, measure in parsed:
-        agg = measure.aggregator()
-        for value in frame[name]:
-            agg.add(value)
-        out[name] = agg.result()
-    return out
+TREC_FAMILIES = {f.name for f in FAMILIES.values() if f.trec_name}
 
 
 @pytest.mark.parametrize(
-    ("expected_file", "qrels_file", "run_file", "options", "unjudged"),
+    ("expected_file", "qrels_file", "run_file", "options"),
     [
-        ("out.test.aq", "qrels.test", "results.test", {}, True),
-        ("out.test.aqc", "qrels.test", "results.trunc", {"all_queries": True}, False),
-        ("out.test.aql", "qrels.rel_level", "results.test", {"relevance_level": 2}, True),
+        ("out.test", "qrels.test", "results.test", {}),
+        ("out.test.a", "qrels.test", "results.test", {}),
+        ("out.test.aq", "qrels.test", "results.test", {}),
+        ("out.test.aqc", "qrels.test", "results.trunc", {"all_queries": True}),
+        ("out.test.aql", "qrels.rel_level", "results.test", {"relevance_level": 2}),
+        ("out.test.meas_params", "qrels.test", "results.test", {}),
     ],
 )
-def test_per_query_and_all_match_trec_eval(
-    shared_data, expected_file, qrels_file, run_file, options, unjudged
-):
+def test_shared_expected_outputs(shared_data, expected_file, qrels_file, run_file, options):
     folder = shared_data / "trec_eval"
-    expected = read_expected(folder / expected_file, unjudged)
-    measures = list(dict.fromkeys(TREC_TO_IR.values()))
-    values, parsed = per_query_values(folder / qrels_file, folder / run_file, measures, **options)
-    frame = evaluate_per_query(folder / qrels_file, folder / run_file, measures, **options)
-    assert set(frame.index) == {q for q in expected if q != "all"}
-    check(expected, frame, aggregate(frame, parsed))
-    assert values.keys() == set(frame.index)
+    families = check(
+        read_expected(folder / expected_file), folder / qrels_file, folder / run_file, **options
+    )
+    if expected_file in ("out.test.a", "out.test.aq", "out.test.aqc", "out.test.aql"):
+        assert families == TREC_FAMILIES  # every measure probrank has in trec_eval's set
 
 
-def test_default_measures_reproduce_out_test(shared_data):
-    """The headline figures of ``out.test`` (trec_eval's default measures)."""
+@pytest.fixture(scope="module")
+def tarball_tests(tmp_path_factory) -> Path:
+    from probrank.evaluation.trec_eval.reference import reference_tarball
+
+    tarball = reference_tarball()
+    if not tarball.is_file():
+        message = f"trec_eval source tarball not found at {tarball} (set PROBRANK_REFERENCE)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    target = tmp_path_factory.mktemp("trec_eval_tests")
+    with tarfile.open(tarball) as archive:
+        members = [m for m in archive.getmembers() if m.name.startswith("trec_eval-10.0/test/")]
+        archive.extractall(target, members=members, filter="data")
+    return target / "trec_eval-10.0" / "test"
+
+
+@pytest.mark.parametrize(
+    ("expected_file", "qrels_file", "run_file", "options"),
+    [
+        ("out.test.aqcM", "qrels.test", "results.trunc", {"all_queries": True, "depth": 100}),
+        ("out.test", "qrels.test.with-comments", "results.test", {}),
+        ("out.comment.test", "qrels.comment.test", "results.comment.test", {}),
+    ],
+)
+def test_tarball_expected_outputs(tarball_tests, expected_file, qrels_file, run_file, options):
+    check(
+        read_expected(tarball_tests / expected_file),
+        tarball_tests / qrels_file,
+        tarball_tests / run_file,
+        **options,
+    )
+
+
+def test_comment_lines_are_skipped_as_in_trec_eval(tarball_tests):
+    with_comments = Qrels.read(tarball_tests / "qrels.test.with-comments").to_dict()
+    plain = Qrels.read(tarball_tests / "qrels.test").to_dict()
+    assert with_comments["301"].pop("CR#93E-1860") == 0  # '#' in a docno is not a comment
+    assert plain["301"].pop("CR93E-1860") == 0
+    assert with_comments == plain
+
+
+def test_headline_figures(shared_data):
+    """``out.test``'s headline numbers through the ir-measures spellings."""
     from probrank.evaluation import evaluate
 
     folder = shared_data / "trec_eval"
     got = evaluate(
         folder / "qrels.test",
         folder / "results.test",
-        ["AP", "Rprec", "Bpref", "RR", "P@5", "P@10", "P@100"],
+        ["AP", "GMAP", "Rprec", "Bpref", "RR", "P@5", "P@10", "P@100", "IPrec@0.1"],
     )
     want = {
         "AP": "0.1785",
+        "GMAP": "0.1051",
         "Rprec": "0.2174",
         "Bpref": "0.1981",
         "RR": "0.4064",
         "P@5": "0.2667",
         "P@10": "0.3000",
         "P@100": "0.2467",
+        "IPrec@0.1": "0.3885",
     }
     assert {k: f"{v:.4f}" for k, v in got.items()} == want
 
 
-def test_depth_option_equals_truncated_run(shared_data):
-    from probrank.data import Qrels, Run
-    from probrank.evaluation import evaluate
-
-    folder = shared_data / "trec_eval"
-    qrels, run = Qrels.read(folder / "qrels.test"), Run.read(folder / "results.test")
-    cut = evaluate(qrels, run, ["AP", "NumRet", "P@100"], depth=50)
-    assert cut["NumRet"] == 150
-    assert cut == evaluate(qrels, run.truncate(50), ["AP", "NumRet", "P@100"])
-    assert cut["AP"] < evaluate(qrels, run, ["AP"])["AP"]
-
-
 def test_robust03_reference_figures(shared_data):
+    """The figures in ``../shared/data/README.md``, measured there with trec_eval 10.0."""
     from probrank.evaluation import evaluate
 
     folder = shared_data / "fusion" / "robust03"
-    qrels = folder / "qrels.txt"
-    got = evaluate(qrels, folder / "runs" / "input.pircRBa1.gz", ["AP", "P@10", "nDCG@10"])
-    assert {k: round(v, 4) for k, v in got.items()} == {
-        "AP": 0.3101,
-        "P@10": 0.4540,
-        "nDCG@10": 0.4572,
+    qrels = Qrels.read(folder / "qrels.txt")
+    got = evaluate(qrels, folder / "runs" / "input.pircRBa1.gz", ["map", "P_10", "ndcg_cut_10"])
+    assert {k: f"{v:.4f}" for k, v in got.items()} == {
+        "map": "0.3101",
+        "P_10": "0.4540",
+        "ndcg_cut_10": "0.4572",
     }
     other = evaluate(qrels, folder / "runs" / "input.aplrob03a.gz", ["AP", "P@10"])
-    assert {k: round(v, 4) for k, v in other.items()} == {"AP": 0.2998, "P@10": 0.4510}
-
-
-def test_queries_missing_from_the_run_are_left_out_without_c(shared_data):
-    from probrank.evaluation import evaluate
-
-    folder = shared_data / "trec_eval"
-    plain = evaluate(folder / "qrels.test", folder / "results.trunc", ["AP", "NumQ"])
-    complete = evaluate(
-        folder / "qrels.test", folder / "results.trunc", ["AP", "NumQ"], all_queries=True
-    )
-    assert plain["NumQ"] == 2 and complete["NumQ"] == 3
-    assert complete["AP"] == pytest.approx(plain["AP"] * 2 / 3, rel=1e-12)
+    assert {k: f"{v:.4f}" for k, v in other.items()} == {"AP": "0.2998", "P@10": "0.4510"}

@@ -100,6 +100,7 @@ def test_fuse_command_qlfusion_cross_validated(tmp_path: Path, method: str) -> N
 def test_qlfusion_demo_on_generated_runs(tmp_path: Path) -> None:
     qrels_path, paths = _generated(tmp_path)
     figure = tmp_path / "figures" / "qlfusion.png"
+    figure.parent.mkdir()  # a user-given output path: its folder is never created silently
     runs = [Run.read(p) for p in paths]
     out = qlfusion_demo(runs, Qrels.read(qrels_path), seed=0, quick=True, figure=figure)
     assert set(out) == {"combsum", "combmnz", "qlfusion", "qlfusion_mae"}

@@ -150,3 +150,52 @@ def test_fused_adam_skips_parameters_without_gradient() -> None:
     optimizer([a])  # b took no part in this step: it must not move
     torch.testing.assert_close(b.detach(), after_both)
     assert float(a.detach()[0]) < float(after_both[0])  # a moved twice (descending on +1 gradients)
+
+
+def test_the_global_param_store_is_unchanged_after_fit_svi() -> None:
+    # fit_svi trains in a scoped store through Pyro's public API only: every name, tensor,
+    # value and constraint of the caller's store is there afterwards, untouched, even when the
+    # fitted model uses the same names and a PyroModule
+    from pyro.distributions import constraints
+    from pyro.infer.autoguide import AutoNormal
+
+    from probrank.nn.bayesian_linear import BayesianLinear
+
+    store = pyro.get_param_store()
+    with store.scope():  # the test's own store, so that nothing leaks into other tests
+        mu = pyro.param("mu", torch.tensor(-7.0))
+        scale = pyro.param("scale", torch.tensor(2.0), constraint=constraints.positive)
+        other = pyro.param("layer$$$weight_loc", torch.ones(2, 3))
+        before = {name: value.detach().clone() for name, value in store.named_parameters()}
+        tensors = dict(store.named_parameters())
+        layer = BayesianLinear(3, 1, seed=0)
+        layer._pyro_name = "layer"
+        x = torch.randn(20, 3)
+        y = x.sum(-1)
+
+        def model(x: torch.Tensor, y: torch.Tensor) -> None:
+            pyro.param("mu", torch.tensor(0.5))
+            mean = layer(x).squeeze(-1)
+            with pyro.plate("data", x.shape[0]):
+                pyro.sample("y", dist.Normal(mean, 1.0), obs=y)
+
+        fit_svi(
+            model,
+            AutoNormal(model),
+            (x, y),
+            max_epochs=5,
+            patience=2,
+            metric=lambda: 0.0,
+            progress=False,
+        )
+        assert dict(store.named_parameters()).keys() == before.keys()
+        for name, value in store.named_parameters():
+            assert value is tensors[name]
+            torch.testing.assert_close(value.detach(), before[name], rtol=0, atol=0)
+        assert float(store["mu"].detach()) == float(mu.detach()) == -7.0
+        torch.testing.assert_close(
+            store["scale"].detach(), scale.detach(), rtol=1e-12, atol=0
+        )  # the positive constraint still applies: 2.0 back from its unconstrained log
+        assert store.get_state()["constraints"]["scale"] is constraints.positive
+        assert store.param_name(tensors["mu"]) == "mu"
+        assert store.param_name(other) == "layer$$$weight_loc"

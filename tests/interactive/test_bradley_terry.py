@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from probrank.exceptions import InputDataError
-from probrank.interactive.bradley_terry import BradleyTerryLaplace, Link, rbf_kernel
-from probrank.interactive.model import PreferenceModel
+from probrank.posteriors.bradley_terry import BradleyTerryLaplace, Link, rbf_kernel
+from probrank.posteriors.protocol import PreferenceModel
 
 
 def _model(link: str = "logistic", scale: float = 0.7) -> BradleyTerryLaplace:

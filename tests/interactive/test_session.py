@@ -18,10 +18,10 @@ import torch
 from probrank.acquisition.pairs import ExhaustedPairsError
 from probrank.acquisition.select import Strategy
 from probrank.exceptions import InputDataError
-from probrank.interactive.bradley_terry import BradleyTerryLaplace
 from probrank.interactive.log import TornLogWarning, read_log
 from probrank.interactive.session import InteractiveSession
 from probrank.interactive.users import SimulatedUser
+from probrank.posteriors.bradley_terry import BradleyTerryLaplace
 
 N = 8
 TRUE_UTILITIES = [0.3, 1.2, -0.5, 2.0, 0.9, -1.1, 1.6, 0.1]
@@ -292,7 +292,9 @@ def test_sigkill_at_random_points_loses_no_judgement_and_resume_continues(
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", TornLogWarning)
-            logged = InteractiveSession.resume(path, factory).judgements
+            # closed before the next child starts: an open session holds the log's lock
+            with InteractiveSession.resume(path, factory) as resumed:
+                logged = resumed.judgements
         # every acknowledged judgement is in the log, in order; at most one more was written
         # (durable, but killed before its acknowledgement reached us)
         assert logged[: len(acknowledged)] == acknowledged

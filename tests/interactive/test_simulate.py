@@ -7,10 +7,10 @@ import torch
 
 from probrank.acquisition.select import Strategy
 from probrank.exceptions import InputDataError
-from probrank.interactive.bradley_terry import BradleyTerryLaplace
 from probrank.interactive.metrics import ranking_curves
 from probrank.interactive.simulate import simulate
 from probrank.interactive.users import Response, SimulatedUser
+from probrank.posteriors.bradley_terry import BradleyTerryLaplace
 
 UTILITIES = [0.1, 2.0, -0.4, 1.1, 0.7, -1.0]
 

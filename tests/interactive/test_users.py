@@ -124,7 +124,7 @@ _PTY_SCRIPT = r"""
 import sys
 import torch
 torch.set_num_threads(1)
-from probrank.interactive.bradley_terry import BradleyTerryLaplace
+from probrank.posteriors.bradley_terry import BradleyTerryLaplace
 from probrank.interactive.session import InteractiveSession
 from probrank.interactive.users import TerminalUser
 print("TTY", sys.stdin.isatty(), sys.stdout.isatty(), flush=True)

@@ -8,6 +8,7 @@ import pyro
 import pyro.distributions as dist
 import pytest
 import torch
+from pyro.infer import MCMC, NUTS
 from scipy.stats import norm
 
 from probrank.exceptions import InputDataError
@@ -71,7 +72,6 @@ def test_ordinal_probabilities_are_differences_of_cumulative_sigmoids() -> None:
         (lambda: bradley_terry(0.0), "temperature"),
         (lambda: bernoulli_relevance(float("nan")), "temperature"),
         (lambda: thurstone(-1.0), "noise"),
-        (lambda: ordinal(torch.tensor([0.0, 0.0])), "increasing"),
         (lambda: ordinal(torch.tensor([])), "non-empty"),
     ],
 )
@@ -101,3 +101,58 @@ def test_svi_recovers_a_utility_gap_from_thurstone_preferences() -> None:
     expected = math.sqrt(2.0) * norm.ppf(304 / 400)
     assert pyro.param("gap").item() == pytest.approx(expected, abs=1e-3)
     assert isinstance(likelihood(torch.zeros(1)), dist.Bernoulli)
+
+
+@pytest.mark.parametrize(
+    "cut", [[0.5, 0.5, 2.0], [1.0, -1.0, 2.0], [0.0, float("nan"), 1.0]], ids=str
+)
+def test_ordinal_outside_the_parameter_space_has_minus_inf_log_prob(cut: list[float]) -> None:
+    # collapsed, out of order or NaN cutpoints: not an exception (samplers meet such points)
+    cutpoints = torch.tensor(cut, dtype=torch.float64, requires_grad=True)
+    u = torch.tensor([-0.5, 0.3, 1.2], dtype=torch.float64, requires_grad=True)
+    d = ordinal(cutpoints)(u)
+    assert d.batch_shape == u.shape
+    grades = torch.arange(4, dtype=torch.float64).view(4, 1).expand(4, 3)
+    lp = d.log_prob(grades)
+    assert lp.shape == (4, 3) and bool((lp == float("-inf")).all())
+    draws = d.sample((500,))
+    assert bool(((draws >= 0) & (draws <= 3)).all())
+    if cut == [0.5, 0.5, 2.0]:  # the collapsed limit: grade 1 is squeezed to probability 0
+        assert not bool((draws == 1).any())
+        assert bool((draws == 2).any())
+
+
+def test_ordinal_at_valid_cutpoints_is_unchanged_by_the_guard() -> None:
+    cut = torch.tensor([-1.0, -1.0 + 1e-12, 2.0], dtype=torch.float64)  # close, still ordered
+    u = torch.tensor([0.0, 3.0], dtype=torch.float64)
+    d = ordinal(cut)(u)
+    assert isinstance(d, dist.OrderedLogistic)
+    lp = d.log_prob(torch.tensor([0.0, 3.0], dtype=torch.float64))
+    expected = torch.log(torch.sigmoid(cut[0] - u[0])), torch.log(1 - torch.sigmoid(cut[2] - u[1]))
+    torch.testing.assert_close(lp, torch.stack(expected), rtol=1e-12, atol=0)
+
+
+def test_nuts_survives_cutpoints_that_collapse_in_floating_point() -> None:
+    # No grade-1 label: the data pull the two cutpoints together, and the wide prior on the
+    # log gap lets NUTS propose gaps below the spacing of float64 around the lower cutpoint,
+    # where low + exp(log_gap) == low. Those points must be rejected (-inf), not raise.
+    grades = torch.tensor([0.0] * 6 + [2.0] * 6, dtype=torch.float64)
+    collapsed: list[bool] = []
+
+    def model() -> None:
+        low = pyro.sample("low", dist.Normal(torch.tensor(0.0, dtype=torch.float64), 1.0))
+        log_gap = pyro.sample(
+            "log_gap", dist.Normal(torch.tensor(-30.0, dtype=torch.float64), 15.0)
+        )
+        cut = torch.stack([low, low + log_gap.exp()])
+        collapsed.append(bool((cut.diff() <= 0).any()))
+        with pyro.plate("items", grades.numel()):
+            pyro.sample("grade", ordinal(cut)(torch.zeros_like(grades)), obs=grades)
+
+    mcmc = MCMC(NUTS(model), num_samples=40, warmup_steps=40, disable_progbar=True)
+    mcmc.run()
+    assert any(collapsed), "the run never met a collapsed point: the test does not test"
+    samples = mcmc.get_samples()
+    assert samples["log_gap"].shape == (40,) and bool(torch.isfinite(samples["log_gap"]).all())
+    # every kept draw is inside the parameter space
+    assert bool((samples["low"] + samples["log_gap"].exp() > samples["low"]).all())

@@ -2,7 +2,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from botorch.acquisition.analytic import ExpectedImprovement, UpperConfidenceBound
+from botorch.acquisition.analytic import (
+    ExpectedImprovement,
+    LogExpectedImprovement,
+    UpperConfidenceBound,
+)
 from botorch.acquisition.monte_carlo import qExpectedImprovement
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from linear_operator.operators import RootLinearOperator
@@ -76,3 +80,34 @@ def test_bad_arguments_raise(sngp: SNGPHead) -> None:
         model.posterior(torch.randn(2, 4, dtype=torch.float64), output_indices=[1])
     with pytest.raises(InputDataError, match="batch_shape"):
         model.posterior(torch.randn(4, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("head_class", [SNGPHead, MCDropoutHead, DeepEnsembleHead])
+def test_float64_inputs_on_a_float32_head(head_class: type) -> None:
+    # Regression: BoTorch's default dtype is float64; a float32 head raised a dtype mismatch,
+    # and an acquisition function's ``.to(X)`` converted the caller's head to float64.
+    x = torch.randn(100, 4)
+    head = head_class(4, hidden=8)
+    head.fit(x, (x[:, 0] > 0).float(), FitOptions(epochs=2))
+    model = UtilityModel(head)
+    X = torch.randn(3, 2, 4, dtype=torch.float64)
+    post = model.posterior(X)
+    assert post.mean.dtype == torch.float64 and post.mean.shape == (3, 2, 1)
+    reference = head.posterior(X.float())  # what the head computes on the same points
+    torch.testing.assert_close(post.mean.squeeze(-1), reference.mean.double(), rtol=0, atol=0)
+    # the head's (low-rank) covariance operator, evaluated in float64
+    expected = reference.lazy_covariance_matrix.to(torch.float64).to_dense()
+    torch.testing.assert_close(post.distribution.covariance_matrix, expected, rtol=0, atol=0)
+    # float32 round-off, relative to the matrix's scale: an entry that is 0 in exact arithmetic
+    # (a candidate whose active units no pass drops has zero variance) is round-off only
+    scale = float(expected.abs().max())
+    torch.testing.assert_close(
+        expected, reference.covariance_matrix.double(), rtol=1e-6, atol=1e-6 * scale
+    )
+    assert model.posterior(X.float()).mean.dtype == torch.float32
+    single = X[:, :1]
+    best = float(post.mean.max())
+    log_ei = LogExpectedImprovement(model, best_f=best)(single)
+    assert log_ei.dtype == torch.float64 and bool(torch.isfinite(log_ei).all())
+    assert all(p.dtype == torch.float32 for p in head.parameters())  # the head is left alone
+    assert LogExpectedImprovement(model, best_f=best)(single.float()).dtype == torch.float32

@@ -10,12 +10,14 @@ them in :attr:`LiveQAMed.duplicates`.
 from __future__ import annotations
 
 import csv
+import io
 import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from probrank.data.datasets._xml import parse_xml
+from probrank.data._io import read_text_lines
+from probrank.data.datasets._xml import children, parse_xml
 from probrank.data.datasets.candidate_lists import CandidateList
 from probrank.exceptions import InputDataError
 
@@ -47,12 +49,16 @@ def load_liveqa_med(folder: str | Path, *, threshold: int = 3) -> LiveQAMed:
         number of duplicate judgements; a :class:`UserWarning` says how many were merged.
 
     Raises:
-        InputDataError: a missing file, malformed XML, a malformed qrels line or a judged
-            answer without a text.
+        InputDataError: a missing, empty or non-UTF-8 file or a folder in its place, malformed
+            XML or a root without ``<NLM-QUESTION>`` elements, a malformed qrels line, an
+            ``answers.csv`` without its columns, or a judged answer without a text.
     """
     folder = Path(folder)
+    if not folder.is_dir():
+        raise InputDataError("no such folder", path=folder)
     questions = {}
-    for item in parse_xml(folder / "questions.xml").iter("NLM-QUESTION"):
+    path = folder / "questions.xml"
+    for item in children(parse_xml(path), "NLM-QUESTION", path, "a LiveQA-Med questions file"):
         qid = item.get("qid", "")
         original = item.find("Original-Question")
         if not qid.startswith("TQ") or original is None:
@@ -65,30 +71,29 @@ def load_liveqa_med(folder: str | Path, *, threshold: int = 3) -> LiveQAMed:
     grades: dict[str, dict[str, int]] = {}
     duplicates = 0
     qrels = folder / "qrels.txt"
-    if not qrels.is_file():
-        raise InputDataError("no such file", path=qrels)
-    with open(qrels, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if not fields:
-                continue
-            grade = fields[1].split("-", 1)[0] if len(fields) == 3 else ""
-            if len(fields) != 3 or not grade.isdigit() or fields[0] not in questions:
-                raise InputDataError(
-                    f"expected 'n grade AnswerID' with a known question, got {line.strip()!r}",
-                    path=qrels,
-                    line=number,
-                )
-            judged = grades.setdefault(fields[0], {})
-            if fields[2] in judged:
-                duplicates += 1
-            judged[fields[2]] = max(judged.get(fields[2], 0), int(grade))
+    for number, line in enumerate(read_text_lines(qrels), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        grade = fields[1].split("-", 1)[0] if len(fields) == 3 else ""
+        if (
+            len(fields) != 3
+            or not (grade.isascii() and grade.isdigit())
+            or fields[0] not in questions
+        ):
+            raise InputDataError(
+                f"expected 'n grade AnswerID' with a known question, got {line.strip()!r}",
+                path=qrels,
+                line=number,
+            )
+        judged = grades.setdefault(fields[0], {})
+        if fields[2] in judged:
+            duplicates += 1
+        judged[fields[2]] = max(judged.get(fields[2], 0), int(grade))
+    if not grades:
+        raise InputDataError("no judgements", path=qrels)
     answers_path = folder / "answers.csv"
-    if not answers_path.is_file():
-        raise InputDataError("no such file", path=answers_path)
-    csv.field_size_limit(sys.maxsize)
-    with open(answers_path, encoding="utf-8", newline="") as handle:
-        answers = {row["AnswerID"]: row["Answer"] for row in csv.DictReader(handle)}
+    answers = _read_answers(answers_path)
     lists = []
     for n, judged in grades.items():
         ids = sorted(judged)
@@ -112,3 +117,34 @@ def load_liveqa_med(folder: str | Path, *, threshold: int = 3) -> LiveQAMed:
             stacklevel=2,
         )
     return LiveQAMed(lists=lists, duplicates=duplicates)
+
+
+_ANSWER_COLUMNS = ("AnswerID", "Answer")
+
+
+def _read_answers(path: Path) -> dict[str, str]:
+    """``{AnswerID: Answer}`` of ``answers.csv`` (header ``AnswerID,Answer``)."""
+    text = "\n".join(read_text_lines(path))
+    csv.field_size_limit(sys.maxsize)
+    reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff"), newline=""))
+    try:
+        header = reader.fieldnames or []
+        missing = [c for c in _ANSWER_COLUMNS if c not in header]
+        if missing:
+            raise InputDataError(
+                f"missing column {missing[0]!r} (header {header!r}, expected AnswerID,Answer)",
+                path=path,
+                line=1,
+            )
+        answers = {}
+        for row in reader:
+            if row["AnswerID"] is None or row["Answer"] is None:
+                raise InputDataError(
+                    "expected the 2 columns AnswerID,Answer", path=path, line=reader.line_num
+                )
+            answers[row["AnswerID"]] = row["Answer"]
+    except csv.Error as exc:
+        raise InputDataError(f"malformed CSV: {exc}", path=path, line=reader.line_num) from None
+    if not answers:
+        raise InputDataError("no answers", path=path)
+    return answers

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree.ElementTree import Element
 
-from probrank.data.datasets._xml import parse_xml
+from probrank.data.datasets._xml import children, parse_xml
 from probrank.data.datasets.candidate_lists import CandidateList
 from probrank.exceptions import InputDataError
 
@@ -43,7 +43,8 @@ class MediqaList(CandidateList):
 
 def _int_attribute(answer: Element, name: str, path: Path, where: str) -> int:
     value = (answer.get(name) or "").strip()
-    if not value.lstrip("-").isdigit():
+    digits = value.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()):
         raise InputDataError(f"{where}: {name}={value!r} is not an integer", path=path)
     return int(value)
 
@@ -57,7 +58,7 @@ def _text(element: Element, tag: str, path: Path, where: str) -> str:
 
 def _mediqa_file(path: Path, threshold: int, prefix: str) -> list[MediqaList]:
     lists = []
-    for question in parse_xml(path).iter("Question"):
+    for question in children(parse_xml(path), "Question", path, "a MEDIQA Task 3 file"):
         qid = question.get("QID")
         if qid is None:
             raise InputDataError("<Question> without QID", path=path)
@@ -66,7 +67,7 @@ def _mediqa_file(path: Path, threshold: int, prefix: str) -> list[MediqaList]:
         ids, texts, grades, system, reference, urls = [], [], [], [], [], []
         for answer in question.iter("Answer"):
             aid, score = answer.get("AID"), answer.get("ReferenceScore")
-            if aid is None or score is None or not score.strip().isdigit():
+            if aid is None or score is None or not (score.isascii() and score.strip().isdigit()):
                 raise InputDataError(
                     f"<Answer AID={aid!r} ReferenceScore={score!r}> in {where}: expected an AID "
                     "and an integer ReferenceScore",
@@ -93,6 +94,8 @@ def _mediqa_file(path: Path, threshold: int, prefix: str) -> list[MediqaList]:
                     urls=tuple(urls),
                 )
             )
+    if not lists:
+        raise InputDataError("no <Question> has an <Answer>", path=path)
     return lists
 
 
@@ -111,7 +114,8 @@ def load_mediqa(
         the file stem (``train-alexa:12``) so that the two training sets do not collide.
 
     Raises:
-        InputDataError: unknown split, missing file, malformed XML or a malformed element.
+        InputDataError: unknown split, a missing, empty or malformed file, a root without
+            ``<Question>`` elements, no answer at all, or a malformed element.
     """
     if split not in MEDIQA_FILES:
         raise InputDataError(f"split must be one of {', '.join(MEDIQA_FILES)}, got {split!r}")

@@ -15,7 +15,12 @@ from tqdm.auto import tqdm
 from probrank.data.datasets._xml import parse_xml
 from probrank.exceptions import InputDataError
 
-__all__ = ["MedQuADPair", "read_medquad"]
+__all__ = ["DOCUMENT_ROOTS", "MedQuADPair", "read_medquad"]
+
+DOCUMENT_ROOTS = ("Document", "DiseaseFile", "doc")
+"""Root elements of MedQuAD's documents: ``<Document>`` (11,269 of them), ``<DiseaseFile>``
+(one CDC file, same children) and ``<doc>`` (4 NINDS files in another, lower-case schema
+without ``<QAPair>``, which therefore add no pair)."""
 
 
 @dataclass(frozen=True)
@@ -40,15 +45,25 @@ def read_medquad(
     """Read every ``*.xml`` document under ``root`` (sorted by path, so the order is stable).
 
     Raises:
-        InputDataError: no XML file under ``root``, or a malformed document (named).
+        InputDataError: ``root`` is not a folder or holds no XML file, a document is empty,
+            malformed or not UTF-8, its root element is not a MedQuAD document's, or no
+            document has a question with an answer (the message names the file).
     """
     root = Path(root)
+    if not root.is_dir():
+        raise InputDataError("not a folder" if root.exists() else "no such folder", path=root)
     files = sorted(root.rglob("*.xml"))
     if not files:
         raise InputDataError("no MedQuAD XML documents found", path=root)
     pairs = []
     for path in tqdm(files, desc="MedQuAD", unit="doc", disable=not progress, leave=False):
         document = parse_xml(path)
+        if document.tag not in DOCUMENT_ROOTS:
+            raise InputDataError(
+                f"root element <{document.tag}> is not a MedQuAD document's "
+                f"({', '.join(f'<{r}>' for r in DOCUMENT_ROOTS)})",
+                path=path,
+            )
         focus_element = document.find("Focus")
         focus = (focus_element.text or "").strip() if focus_element is not None else ""
         for pair in document.iter("QAPair"):
@@ -76,4 +91,7 @@ def read_medquad(
                     url=document.get("url", ""),
                 )
             )
+    if not pairs:
+        what = "question-answer pair" if include_empty_answers else "question with an answer"
+        raise InputDataError(f"no {what} in {len(files)} documents", path=root)
     return pairs

@@ -7,7 +7,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from probrank.data.datasets._xml import child_text, parse_xml
+from probrank.data.datasets._xml import child_text, children, parse_xml
 from probrank.exceptions import InputDataError
 
 __all__ = ["RQEPair", "read_rqe"]
@@ -31,13 +31,14 @@ def read_rqe(path: str | os.PathLike[str]) -> list[RQEPair]:
     with a warning that counts them.
 
     Raises:
-        InputDataError: unsafe or malformed XML, a pair without ``pid``, ``chq`` or ``faq``, or
-            a ``value`` other than true/false (the message names the file and the element).
+        InputDataError: a missing, empty, unsafe or malformed file, a root without ``<pair>``
+            elements, a pair without ``pid``, ``chq`` or ``faq``, a ``value`` other than
+            true/false, or no usable pair (the message names the file and the element).
     """
     path = Path(path)
     pairs = []
     skipped = []
-    for element in parse_xml(path).iter("pair"):
+    for element in children(parse_xml(path), "pair", path, "an RQE file"):
         pid = element.get("pid")
         value = (element.get("value") or "").strip().lower()
         if not pid:
@@ -59,5 +60,5 @@ def read_rqe(path: str | os.PathLike[str]) -> list[RQEPair]:
             stacklevel=2,
         )
     if not pairs:
-        raise InputDataError("no <pair> elements", path=path)
+        raise InputDataError("no <pair> with a question and an FAQ", path=path)
     return pairs

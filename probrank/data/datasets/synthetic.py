@@ -10,6 +10,7 @@ non-relevant documents pooled from the runs' top ``pool_depth``, as TREC pools d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
 
@@ -54,9 +55,25 @@ def score_distribution_runs(
 
     Returns:
         The qrels and the runs.
+
+    Raises:
+        InputDataError: a size that is not a positive integer, ``depth > num_docs``, or a seed
+            that is not a non-negative integer.
     """
-    if min(num_queries, num_runs, num_docs, depth, pool_depth) < 1 or depth > num_docs:
-        raise InputDataError("sizes must be positive and depth <= num_docs")
+    sizes = {
+        "num_queries": num_queries,
+        "num_runs": num_runs,
+        "num_docs": num_docs,
+        "depth": depth,
+        "pool_depth": pool_depth,
+    }
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+            raise InputDataError(f"{name} must be a positive integer, got {value!r}")
+    if depth > num_docs:
+        raise InputDataError(f"depth must be <= num_docs, got {depth} > {num_docs}")
+    if isinstance(seed, bool) or not isinstance(seed, Integral) or seed < 0:
+        raise InputDataError(f"seed must be a non-negative integer, got {seed!r}")
     rng = np.random.default_rng(seed)
     qualities = np.linspace(4.0, 1.5, num_runs)
     names = [f"synth{i + 1}" for i in range(num_runs)]

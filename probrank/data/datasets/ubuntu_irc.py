@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from probrank.data._io import read_text_lines
 from probrank.data.datasets.candidate_lists import CandidateList
 from probrank.exceptions import InputDataError
 
@@ -63,33 +64,40 @@ def read_ubuntu_log(log_path: str | Path) -> UbuntuLog:
     """Read ``<date>.ascii.txt`` and the ``<date>.annotation.txt`` beside it.
 
     Raises:
-        InputDataError: a missing annotation file or a malformed annotation line.
+        InputDataError: a missing, empty or non-UTF-8 log or annotation file (or a folder in
+            its place), or a malformed annotation line.
     """
     log_path = Path(log_path)
     stem = log_path.name.removesuffix(".ascii.txt")
     annotation = log_path.with_name(stem + ".annotation.txt")
-    if not annotation.is_file():
+    if not annotation.exists():
         raise InputDataError("annotation file missing", path=annotation)
     texts = {}
-    with open(log_path, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle):
-            match = _CHAT.match(line.rstrip("\n"))
-            if match is not None:
-                texts[number] = match.group(2).strip()
+    for number, line in enumerate(_non_empty(log_path)):
+        match = _CHAT.match(line)
+        if match is not None:
+            texts[number] = match.group(2).strip()
     links = []
-    with open(annotation, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) < 2 or not (fields[0].isdigit() and fields[1].isdigit()):
-                raise InputDataError(
-                    f"expected 'parent child -', got {line.strip()!r}", path=annotation, line=number
-                )
-            parent, child = int(fields[0]), int(fields[1])
-            if parent != child and parent in texts and child in texts:
-                links.append((parent, child))
+    for number, line in enumerate(_non_empty(annotation), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) < 2 or not all(f.isascii() and f.isdigit() for f in fields[:2]):
+            raise InputDataError(
+                f"expected 'parent child -', got {line.strip()!r}", path=annotation, line=number
+            )
+        parent, child = int(fields[0]), int(fields[1])
+        if parent != child and parent in texts and child in texts:
+            links.append((parent, child))
     return UbuntuLog(stem, texts, links)
+
+
+def _non_empty(path: Path) -> list[str]:
+    """The lines of a UTF-8 file (strictly decoded), which must hold something."""
+    lines = read_text_lines(path)
+    if not any(line.strip() for line in lines):
+        raise InputDataError("empty file", path=path)
+    return lines
 
 
 def load_ubuntu_irc(
@@ -114,9 +122,14 @@ def load_ubuntu_irc(
         ``<log>:<line>``, the true response at a random position, label 1 on it only.
 
     Raises:
-        InputDataError: no logs in ``split_dir``, or a log too short to sample negatives.
+        InputDataError: ``split_dir`` is not a folder or holds no logs, a log or annotation
+            file is unreadable (see :func:`read_ubuntu_log`), a log is too short to sample
+            negatives, or no log has a reply link.
     """
     split_dir = Path(split_dir)
+    if not split_dir.is_dir():
+        what = "is not a folder" if split_dir.exists() else "no such folder"
+        raise InputDataError(what, path=split_dir)
     logs = sorted(split_dir.glob("*.ascii.txt"))
     if not logs:
         raise InputDataError("no *.ascii.txt logs", path=split_dir)
@@ -148,6 +161,8 @@ def load_ubuntu_irc(
                     grades=tuple(int(i == child) for i in chosen),
                 )
             )
+    if not lists:
+        raise InputDataError("no reply link between two chat messages in any log", path=split_dir)
     if max_contexts is not None and max_contexts < len(lists):
         keep = np.random.default_rng([seed, 1]).choice(len(lists), max_contexts, replace=False)
         lists = [lists[i] for i in sorted(keep.tolist())]

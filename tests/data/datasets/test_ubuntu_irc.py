@@ -56,8 +56,11 @@ def test_links_contexts_and_negatives(tmp_path: Path) -> None:
 def test_subsampling_and_errors(tmp_path: Path) -> None:
     folder = write_fake_ubuntu(tmp_path / "train")
     assert len(load_ubuntu_irc(folder, max_contexts=7)) == 7
+    (tmp_path / "empty").mkdir()
     with pytest.raises(InputDataError, match=r"no \*\.ascii\.txt"):
         load_ubuntu_irc(tmp_path / "empty")
+    with pytest.raises(InputDataError, match=r"missing: no such folder"):
+        load_ubuntu_irc(tmp_path / "missing")
     (folder / "2020-01-01.annotation.txt").write_text("1 x -\n")
     with pytest.raises(InputDataError, match=r"annotation\.txt:1"):
         load_ubuntu_irc(folder)

@@ -96,8 +96,11 @@ def test_medquad_documents(tmp_path):
         ("1-1", "What is flu ?", "A virus.", "Flu", "Src")
     ]
     assert len(read_medquad(tmp_path, progress=False, include_empty_answers=True)) == 2
+    (folder / "none").mkdir()
     with pytest.raises(InputDataError, match="no MedQuAD"):
-        read_medquad(tmp_path / "1_Src" / "missing", progress=False)
+        read_medquad(folder / "none", progress=False)
+    with pytest.raises(InputDataError, match="missing: no such folder"):
+        read_medquad(folder / "missing", progress=False)
 
 
 @pytest.mark.integration

@@ -335,19 +335,15 @@ class QLFusionNet(PyroModule):
         hidden = self.features(x)
         out: Any = self.output
         if not isinstance(out, BayesianLinear):
-            return torch.sigmoid(out(hidden).squeeze(-1)).unsqueeze(0)
-        w_loc, w_scale = out.weight_loc, out.weight_scale
-        b_loc, b_scale = out.bias_loc, out.bias_scale
+            # the plain product, not out(hidden): calling a PyroModule outside a trace would
+            # register its parameters in Pyro's global param store
+            logits = torch.matmul(hidden, out.weight.transpose(-1, -2)) + out.bias.unsqueeze(-2)
+            return torch.sigmoid(logits.squeeze(-1)).unsqueeze(0)
         if mean_weights:
+            w_loc, b_loc = out.weight_loc, out.bias_loc
             logits = torch.matmul(hidden, w_loc.transpose(-1, -2)) + b_loc.unsqueeze(-2)
             return torch.sigmoid(logits.squeeze(-1)).unsqueeze(0)
-        generator = torch.Generator().manual_seed(seed)
-        eps_w = torch.randn((num_samples, *w_loc.shape), generator=generator)
-        eps_b = torch.randn((num_samples, *b_loc.shape), generator=generator)
-        weight = w_loc + w_scale * eps_w
-        bias = b_loc + b_scale * eps_b
-        logits = torch.matmul(hidden.unsqueeze(0), weight.transpose(-1, -2)) + bias.unsqueeze(-2)
-        return torch.sigmoid(logits.squeeze(-1))
+        return torch.sigmoid(out.predictive(hidden, num_samples, seed=seed).squeeze(-1))
 
 
 @dataclass

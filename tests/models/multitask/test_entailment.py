@@ -12,7 +12,7 @@ from probrank.data.datasets.medquad import MedQuADPair
 from probrank.data.datasets.rqe import RQEPair
 from probrank.encoders.transformer import TransformerEncoder
 from probrank.exceptions import InputDataError
-from probrank.models.entailment import EntailedQuestionFinder, EntailmentClassifier
+from probrank.models.multitask.entailment import EntailedQuestionFinder, EntailmentClassifier
 from tests.encoders.conftest import WORDS, make_tiny_bert
 
 

@@ -8,7 +8,7 @@ import torch
 from scipy import stats
 
 from probrank.exceptions import InputDataError
-from probrank.models.multitask import (
+from probrank.models.multitask.network import (
     MultiTaskData,
     MultiTaskNet,
     fit_multitask,
@@ -81,7 +81,7 @@ def test_skip_connection_feeds_the_features_to_the_output_layer():
 
 
 def test_weight_decay_shrinks_the_hidden_layer_only():
-    from probrank.models.multitask import _adam_args
+    from probrank.models.multitask.network import _adam_args
 
     args = _adam_args(1e-3, 10.0)
     assert args("hidden_weight")["weight_decay"] == 10.0
@@ -96,3 +96,34 @@ def test_weight_decay_shrinks_the_hidden_layer_only():
         fit_multitask(net, train, val, lr=1e-2, weight_decay=decay, max_epochs=60, patience=60)
         norms[decay] = float(net.hidden_weight.detach().norm())
     assert norms[1e3] < 0.5 * norms[0.0]
+
+
+def test_predictions_come_from_the_output_layers_guide_draws() -> None:
+    # predict_multitask now goes through BayesianLinear.predictive: the same weight and bias
+    # draws as the hand-rolled code it replaced (same generator, same order, bit for bit), and
+    # the utilities are h W_s^T + b_s of those draws
+    net = MultiTaskNet(6, hidden=8, seed=3).double()
+    out = net.output
+    assert out is not None
+    generator = torch.Generator().manual_seed(5)
+    with torch.no_grad():  # a fitted-looking guide: nonzero bias, varied scales
+        for name in ("weight_loc", "weight_scale", "bias_loc", "bias_scale"):
+            param = getattr(out, f"{name}_unconstrained")
+            param.copy_(0.5 * torch.randn(param.shape, generator=generator, dtype=param.dtype))
+    x = torch.randn(7, 6, generator=generator, dtype=torch.float64)
+    probs, mean, std = predict_multitask(net, x, num_samples=50, seed=9)
+    with torch.no_grad():
+        h = net.features_to_hidden(x)
+        loc, scale = out.weight_loc, out.weight_scale
+        former = torch.Generator().manual_seed(9)
+        eps = torch.randn((50, *loc.shape), generator=former, dtype=loc.dtype)
+        bias_eps = torch.randn((50, 1), generator=former, dtype=loc.dtype)
+        weight, bias = out.sample(50, seed=9)
+        assert bias is not None
+        torch.testing.assert_close(weight, loc + scale * eps, rtol=0, atol=0)
+        torch.testing.assert_close(bias, out.bias_loc + out.bias_scale * bias_eps, rtol=0, atol=0)
+        draws = weight.squeeze(1) @ h.T + bias
+        torch.testing.assert_close(mean, draws.mean(0), rtol=0, atol=0)
+        torch.testing.assert_close(std, draws.std(0), rtol=0, atol=0)
+        expected = torch.sigmoid(net.filter_logits(draws)).mean(0)
+    torch.testing.assert_close(probs, expected, rtol=0, atol=0)

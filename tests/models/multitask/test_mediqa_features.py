@@ -10,7 +10,7 @@ import torch
 
 from probrank.data.datasets.mediqa import MediqaList
 from probrank.exceptions import InputDataError
-from probrank.models.mediqa_features import MediqaFeaturizer, _list_context, answer_domain
+from probrank.models.multitask.mediqa_features import MediqaFeaturizer, _list_context, answer_domain
 
 
 def _lists() -> list[MediqaList]:

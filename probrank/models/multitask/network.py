@@ -283,13 +283,7 @@ def predict_multitask(
     h = net.features_to_hidden(features)
     out = net.output
     if out is not None:
-        generator = torch.Generator().manual_seed(seed)
-        loc, scale = cast(Tensor, out.weight_loc), cast(Tensor, out.weight_scale)
-        bias_loc, bias_scale = cast(Tensor, out.bias_loc), cast(Tensor, out.bias_scale)
-        eps = torch.randn((num_samples, *loc.shape), generator=generator, dtype=loc.dtype)
-        weights = (loc + scale * eps).squeeze(1)  # num_samples x hidden
-        bias_eps = torch.randn((num_samples, 1), generator=generator, dtype=loc.dtype)
-        draws = weights @ h.T + bias_loc + bias_scale * bias_eps  # num_samples x n
+        draws = out.predictive(h, num_samples, seed=seed).squeeze(-1)  # num_samples x n
     else:
         draws = nn.functional.linear(h, net.out_weight, net.out_bias).squeeze(-1).unsqueeze(0)
     net.train()

@@ -9,7 +9,7 @@ from pyro import poutine
 
 from probrank.data.trec import Qrels, Run
 from probrank.exceptions import InputDataError
-from probrank.models.qlfusion import (
+from probrank.models.qlfusion.network import (
     QLFusionNet,
     list_features,
     relevant_counts,
@@ -46,7 +46,9 @@ def test_model_sites_and_shapes(bayesian: bool) -> None:
     # each member contributes to exactly one likelihood
     assert (binomial[1] == 0).all() and (gaussian[0] == 0).all() and (gaussian[2] == 0).all()
     assert (binomial[0] != 0).all() and (gaussian[1] != 0).all()
-    draws = net.predict(x, 7)
+    with pyro.get_param_store().scope():
+        draws = net.predict(x, 7)
+        assert len(pyro.get_param_store()) == 0  # prediction leaves no global state
     assert draws.shape == ((7, 3, 5) if bayesian else (1, 3, 5))
     assert ((draws > 0) & (draws < 1)).all()
 
@@ -123,3 +125,30 @@ def test_members_stop_improving_after_their_own_epoch_limit() -> None:
     # of 2 steps for the small batches, but no member may pick an epoch past its third
     assert trained.fit.epochs_run == 12
     assert int(trained.best_epoch.max()) <= 2
+
+
+def test_predict_draws_are_the_former_hand_rolled_draws() -> None:
+    # predict now goes through BayesianLinear.predictive; same seed, the same numbers as the
+    # hand-rolled draws it replaced (bit for bit)
+    net = QLFusionNet(10, 4, num_models=3, seed=1)
+    out = net.output
+    generator = torch.Generator().manual_seed(2)
+    with torch.no_grad():  # a fitted-looking guide: nonzero bias, varied scales
+        for name in ("weight_loc", "weight_scale", "bias_loc", "bias_scale"):
+            param = getattr(out, f"{name}_unconstrained")
+            param.copy_(0.5 * torch.randn(param.shape, generator=generator))
+    x = torch.rand(3, 5, 10, generator=generator)
+    with pyro.get_param_store().scope():
+        draws = net.predict(x, 9, seed=4)
+        hidden = net.features(x)
+        w_loc, w_scale = out.weight_loc, out.weight_scale
+        b_loc, b_scale = out.bias_loc, out.bias_scale
+        former = torch.Generator().manual_seed(4)
+        eps_w = torch.randn((9, *w_loc.shape), generator=former)
+        eps_b = torch.randn((9, *b_loc.shape), generator=former)
+        weight = w_loc + w_scale * eps_w
+        bias = b_loc + b_scale * eps_b
+        logits = torch.matmul(hidden.unsqueeze(0), weight.transpose(-1, -2)) + bias.unsqueeze(-2)
+        expected = torch.sigmoid(logits.squeeze(-1)).detach()
+    assert draws.shape == (9, 3, 5)
+    torch.testing.assert_close(draws, expected, rtol=0, atol=0)

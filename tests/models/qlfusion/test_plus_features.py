@@ -7,7 +7,7 @@ import math
 import torch
 
 from probrank.data.trec import Run
-from probrank.models.qlfusion_plus import plus_feature_names, plus_features, standardize
+from probrank.models.qlfusion.plus_features import plus_feature_names, plus_features, standardize
 
 
 def test_descriptors_match_hand_computed_values() -> None:

@@ -1,0 +1,182 @@
+"""The machinery behind :mod:`probrank.cli`: a parser whose errors are one line, argument types
+that validate their values, the global options, and the one-line description of any error.
+
+Nothing here imports numpy, torch or pandas: the CLI sizes the thread pools
+(:mod:`probrank._threads`) before any of them loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import NoReturn
+
+from probrank.exceptions import InputDataError, ProbrankError
+
+__all__ = [
+    "MAX_SEED",
+    "OneLineParser",
+    "Terminated",
+    "UsageError",
+    "add_global_options",
+    "at_least",
+    "describe_error",
+    "positive_float",
+    "positive_int",
+    "seed",
+    "sigterm_raises",
+    "silence_stdout",
+]
+
+MAX_SEED = 2**32 - 1
+"""Largest seed every generator accepts (numpy's legacy ``RandomState`` stops here)."""
+
+
+class UsageError(InputDataError):
+    """A command line argparse rejects (unknown option, bad choice, bad value)."""
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived; raised in the main thread so that ``finally`` blocks clean up.
+
+    A ``BaseException``, like ``KeyboardInterrupt``, so that ``except Exception`` in library
+    code does not swallow it.
+    """
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors raise :class:`UsageError` (one line, no usage block)
+    instead of printing the usage and exiting. Sub-parsers inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        """Raise :class:`UsageError` naming the (sub)command and pointing at its ``--help``."""
+        command = self.prog.removeprefix("probrank").strip()
+        where = f"{command}: " if command else ""
+        hint = f"see '{self.prog} --help'"
+        raise UsageError(f"{where}{' '.join(message.split())} ({hint})")
+
+
+def _integer(text: str, what: str) -> int:
+    stripped = text.strip()
+    digits = stripped.removeprefix("-").removeprefix("+")
+    if not (digits.isascii() and digits.isdigit()):
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return int(stripped)
+
+
+def at_least(minimum: int, what: str) -> Callable[[str], int]:
+    """An argparse ``type``: an integer ``>= minimum``; ``what`` describes it in the error."""
+
+    def parse(text: str) -> int:
+        value = _integer(text, what)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return value
+
+    parse.__name__ = what.replace(" ", "_")
+    return parse
+
+
+positive_int = at_least(1, "a positive integer")
+"""argparse ``type``: an integer ``>= 1`` (ASCII digits)."""
+
+
+def seed(text: str) -> int:
+    """argparse ``type``: a seed, an integer in ``0 .. 2**32 - 1``."""
+    value = _integer(text, f"an integer from 0 to {MAX_SEED}")
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be an integer from 0 to {MAX_SEED}, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse ``type``: a finite number ``> 0`` (no ``nan``, ``inf``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not text.strip().isascii() or not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def add_global_options(parser: argparse.ArgumentParser, *, top_level: bool) -> None:
+    """Add ``--threads`` and ``--debug``, accepted before and after the subcommand.
+
+    The top-level parser holds the defaults; on a sub-parser the options default to
+    ``SUPPRESS`` so that an option given before the subcommand is not overwritten.
+    """
+    suppress = {} if top_level else {"default": argparse.SUPPRESS}
+    parser.add_argument(
+        "--threads",
+        type=positive_int,
+        metavar="N",
+        help="threads of every pool (torch, BLAS, OpenMP); default $PROBRANK_THREADS, "
+        "$OMP_NUM_THREADS or the usable CPUs",
+        **({"default": None} if top_level else suppress),
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="print the traceback of an error",
+        **({"default": False} if top_level else suppress),
+    )
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= 600 else line[:597] + "..."
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line saying what went wrong, naming the file where the error has one.
+
+    ``InputDataError`` keeps its ``file:line: what`` message; an ``OSError`` becomes
+    ``file: reason``; ``MemoryError`` says so; anything else is ``TypeName: message``.
+    """
+    if isinstance(exc, ProbrankError):
+        return _one_line(str(exc))
+    if isinstance(exc, MemoryError):
+        detail = _one_line(str(exc))
+        return "out of memory (MemoryError" + (f": {detail})" if detail else ")")
+    if isinstance(exc, OSError) and exc.filename is not None:
+        reason = exc.strerror or type(exc).__name__
+        names = f"{exc.filename}" + (f" -> {exc.filename2}" if exc.filename2 else "")
+        return _one_line(f"{names}: {reason}")
+    message = _one_line(str(exc))
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def silence_stdout() -> None:
+    """Point stdout at ``/dev/null`` after a broken pipe, so that the interpreter's final flush
+    does not print a second error."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (tests)
+        pass
+
+
+@contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """While the block runs, SIGTERM raises :class:`Terminated` in the main thread (so the
+    process ends through ``finally`` blocks with a message, not as a signal death)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
