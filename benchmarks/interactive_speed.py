@@ -21,33 +21,63 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
+from torch import Tensor
 
-from probrank.experiments.interactive import load_experiment_data, user_seed
-from probrank.experiments.interactive_data import Question
-from probrank.experiments.interactive_models import InteractiveOptions, PosteriorKind, model_factory
+from probrank.data.candidates import CandidateList, pair_texts
+from probrank.data.datasets import DatasetName, load_candidate_lists
+from probrank.encoders.config import encoder_cache_dir, encoder_from_config
 from probrank.inference.swag import SWAGCollector
 from probrank.interactive.simulate import simulate
-from probrank.interactive.users import SimulatedUser
-from probrank.models.interactive.warmstart import WarmStart
+from probrank.interactive.users import SimulatedUser, simulated_user_seed, utilities_from_grades
+from probrank.models.interactive import (
+    InteractiveRanker,
+    InteractiveRankerSettings,
+    PosteriorKind,
+    WarmStart,
+    WarmStartOptions,
+)
 from probrank.nn.siamese import SiameseUtilityNet
+from probrank.posteriors.neural import CandidateSetPosterior
 from probrank.posteriors.swag import swag_parameters
 
 WIDTH = 1536
 
 
-def _synthetic_warm_start(options: InteractiveOptions) -> WarmStart:
+@dataclass(frozen=True)
+class Question:
+    """One question's candidates as a session sees them."""
+
+    qid: str
+    features: Tensor  # `n x d`
+    utilities: Tensor  # `n`, the simulated user's
+
+    @property
+    def num_candidates(self) -> int:
+        return int(self.features.shape[0])
+
+
+def _factory(
+    kind: PosteriorKind, warm: WarmStart, question: Question
+) -> Callable[[], CandidateSetPosterior]:
+    """Fresh posteriors of ``kind`` over the question's candidates (default settings, seed 0),
+    as :meth:`probrank.models.InteractiveRanker.session` builds them."""
+    ranker = InteractiveRanker.from_warm_start(warm, InteractiveRankerSettings(posterior=kind))
+    return lambda: ranker.preference_model(question.features, seed=0)
+
+
+def _synthetic_warm_start(options: WarmStartOptions) -> WarmStart:
     members = [
-        SiameseUtilityNet(
-            WIDTH, options.warm_start.hidden, dropout=options.warm_start.dropout, seed=k
-        )
-        for k in range(options.warm_start.ensemble_size)
+        SiameseUtilityNet(WIDTH, options.hidden, dropout=options.dropout, seed=k)
+        for k in range(options.ensemble_size)
     ]
-    collector = SWAGCollector(max_rank=options.warm_start.swag_epochs)
+    collector = SWAGCollector(max_rank=options.swag_epochs)
     generator = torch.Generator().manual_seed(0)
-    for _ in range(options.warm_start.swag_epochs):
-        params = swag_parameters(members[0], options.warm_start.swag_layers)
+    for _ in range(options.swag_epochs):
+        params = swag_parameters(members[0], options.swag_layers)
         collector.collect([p + 0.01 * torch.randn(p.shape, generator=generator) for p in params])
     return WarmStart(net=members[0], members=members, swag=collector.posterior())
 
@@ -60,26 +90,51 @@ def _synthetic_question(n: int) -> Question:
     grades = torch.randint(1, 5, (n,), generator=generator)
     return Question(
         qid=f"synthetic-{n}",
-        query="q",
-        candidates=tuple(str(i) for i in range(n)),
-        grades=tuple(int(g) for g in grades),
         features=torch.cat([u, v, u * v, (u - v).abs()], dim=-1),
         utilities=grades.double() + 0.1 * torch.rand(n, generator=generator, dtype=torch.float64),
     )
 
 
-def _real(sizes: list[int], options: InteractiveOptions):  # type: ignore[no-untyped-def]
-    data = load_experiment_data(
-        "liveqa-med", options=options, encoder_options={"show_progress": False}
+def _encode(encoder: object, lists: list[CandidateList]) -> list[Tensor]:
+    queries, candidates = pair_texts(lists)
+    with torch.no_grad():
+        features = encoder.encode_pairs(queries, candidates).float().cpu()  # type: ignore[attr-defined]
+    sizes = [len(item) for item in lists]
+    return list(torch.split(features, sizes))
+
+
+def _real(sizes: list[int]) -> tuple[dict[int, Question], WarmStart]:
+    """LiveQA-Med questions (best grade >= 3, 2..45 candidates, as the experiments keep them)
+    with MiniLM features, and seed 0's MEDIQA warm start (from the experiments' cache)."""
+    encoder = encoder_from_config({"show_progress": False})
+    lists = [
+        item
+        for item in load_candidate_lists(DatasetName.LIVEQA_MED, "test")
+        if max(item.grades) >= 3 and 2 <= len(item) <= 45
+    ]
+    by_size = sorted(
+        (
+            Question(item.qid, block, utilities_from_grades(item.grades, item.candidates))
+            for item, block in zip(lists, _encode(encoder, lists), strict=True)
+        ),
+        key=lambda q: q.num_candidates,
     )
-    by_size = sorted(data.questions, key=lambda q: q.num_candidates)
     questions = {}
     for n in sizes:
         fitting = [q for q in by_size if q.num_candidates <= n]
         questions[n] = fitting[-1] if fitting else by_size[0]
-    warm = data.warm_start(0, PosteriorKind.ENSEMBLE, options)
-    swag = data.warm_start(0, PosteriorKind.SWAG, options)
-    return questions, WarmStart(net=warm.net, members=warm.members, swag=swag.swag)
+    train, val = (load_candidate_lists(DatasetName.MEDIQA, s) for s in ("train", "validation"))
+    blocks = (_encode(encoder, train), [i.grades for i in train])
+    val_blocks = (_encode(encoder, val), [i.grades for i in val])
+    cache = encoder_cache_dir(None, None)
+    warm = {}
+    for kind in (PosteriorKind.ENSEMBLE, PosteriorKind.SWAG):
+        ranker = InteractiveRanker(InteractiveRankerSettings(posterior=kind))
+        ranker.fit_features(*blocks, *val_blocks, cache_dir=cache)
+        warm[kind] = ranker.warm_start
+    ensemble, swag = warm[PosteriorKind.ENSEMBLE], warm[PosteriorKind.SWAG]
+    assert ensemble is not None and swag is not None
+    return questions, WarmStart(net=ensemble.net, members=ensemble.members, swag=swag.swag)
 
 
 def main() -> None:
@@ -91,19 +146,18 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    options = InteractiveOptions()
     if args.data == "synthetic":
-        warm = _synthetic_warm_start(options)
+        warm = _synthetic_warm_start(InteractiveRankerSettings().warm_start)
         questions = {n: _synthetic_question(n) for n in args.candidates}
     else:
-        questions, warm = _real(args.candidates, options)
+        questions, warm = _real(args.candidates)
     rows = []
     for question in questions.values():
         for kind in PosteriorKind:
             for strategy in args.strategies:
-                factory = model_factory(kind, warm, question, options, seed=0)
+                factory = _factory(kind, warm, question)
                 factory().posterior()  # warm-up (first calls allocate)
-                user = SimulatedUser(question.utilities, 0.3, user_seed(0, question.qid))
+                user = SimulatedUser(question.utilities, 0.3, simulated_user_seed(0, question.qid))
                 start = time.perf_counter()
                 trace = simulate(factory, user, strategy, rounds=args.rounds, seed=0)
                 total = time.perf_counter() - start

@@ -1,5 +1,6 @@
 """The machinery behind :mod:`probrank.cli`: a parser whose errors are one line, argument types
-that validate their values, the global options, and the one-line description of any error.
+that validate their values, the global options (``--threads``, ``--debug``, ``-v``, ``-q``),
+the logging set-up, and the one-line description of any error.
 
 Nothing here imports numpy, torch or pandas: the CLI sizes the thread pools
 (:mod:`probrank._threads`) before any of them loads.
@@ -8,11 +9,12 @@ Nothing here imports numpy, torch or pandas: the CLI sizes the thread pools
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from typing import NoReturn
@@ -27,11 +29,13 @@ __all__ = [
     "add_global_options",
     "at_least",
     "describe_error",
+    "logging_scope",
     "positive_float",
     "positive_int",
     "seed",
     "sigterm_raises",
     "silence_stdout",
+    "threads_before_parsing",
 ]
 
 MAX_SEED = 2**32 - 1
@@ -107,10 +111,13 @@ def positive_float(text: str) -> float:
 
 
 def add_global_options(parser: argparse.ArgumentParser, *, top_level: bool) -> None:
-    """Add ``--threads`` and ``--debug``, accepted before and after the subcommand.
+    """Add ``--threads``, ``--debug``, ``-v/--verbose`` and ``-q/--quiet``, accepted before and
+    after the subcommand.
 
     The top-level parser holds the defaults; on a sub-parser the options default to
-    ``SUPPRESS`` so that an option given before the subcommand is not overwritten.
+    ``SUPPRESS`` so that an option given before the subcommand is not overwritten. An option
+    string the sub-parser already has is left to it (``probrank eval -q`` is trec_eval's
+    per-topic output; ``probrank -q eval`` or ``probrank eval --quiet`` is quiet).
     """
     suppress = {} if top_level else {"default": argparse.SUPPRESS}
     parser.add_argument(
@@ -127,6 +134,93 @@ def add_global_options(parser: argparse.ArgumentParser, *, top_level: bool) -> N
         help="print the traceback of an error",
         **({"default": False} if top_level else suppress),
     )
+    taken = parser._option_string_actions
+    for flags, dest, text in (
+        (("-v", "--verbose"), "verbose", "log more (-v: debug messages)"),
+        (("-q", "--quiet"), "quiet", "log warnings and errors only, no progress bars"),
+    ):
+        free = [flag for flag in flags if flag not in taken]
+        parser.add_argument(
+            *free,
+            dest=dest,
+            action="count",
+            help=text,
+            **({"default": 0} if top_level else suppress),
+        )
+
+
+def threads_before_parsing(
+    argv: Sequence[str], commands: Container[str]
+) -> tuple[int | None, str | None]:
+    """The ``--threads`` value and the subcommand of ``argv``, read before the parser is built.
+
+    The thread pools must be sized before the modules that define the option choices load
+    numpy or torch. A value that is not a positive integer is left to the parser's error (None
+    here); the last ``--threads`` wins, as in argparse.
+
+    Returns:
+        ``(threads or None, command name or None)``.
+    """
+    threads: int | None = None
+    command: str | None = None
+    items = list(argv)
+    index = 0
+    while index < len(items):
+        item = items[index]
+        if item == "--":
+            break
+        value: str | None = None
+        if item == "--threads" and index + 1 < len(items):
+            value = items[index + 1]
+            index += 1
+        elif item.startswith("--threads="):
+            value = item.partition("=")[2]
+        elif command is None and not item.startswith("-") and item in commands:
+            command = item
+        if value is not None:
+            text = value.strip()
+            threads = int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
+        index += 1
+    return threads, command
+
+
+_QUIET_BARS = ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS")
+"""Variables that turn progress bars off: ours and tqdm's (:mod:`probrank._progress`), and
+Hugging Face's (read when transformers loads, which is after the CLI has parsed)."""
+
+
+@contextmanager
+def logging_scope(verbosity: int) -> Iterator[logging.Logger]:
+    """Log the ``probrank`` loggers to stderr for a block, at a level set by ``verbosity``.
+
+    ``verbosity`` is ``-v`` count minus ``-q`` count: below 0 warnings and errors only (and no
+    progress bars: :data:`_QUIET_BARS`), 0 informational messages, above 0 debug messages
+    too. Messages read ``probrank: <message>`` (``-v``: with the logger's name and level).
+    Everything is put back afterwards.
+    """
+    logger = logging.getLogger("probrank")
+    level = logging.WARNING if verbosity < 0 else logging.INFO if verbosity == 0 else logging.DEBUG
+    handler = logging.StreamHandler(sys.stderr)
+    form = "probrank: %(message)s" if verbosity <= 0 else "%(name)s: %(levelname)s: %(message)s"
+    handler.setFormatter(logging.Formatter(form))
+    saved = (logger.level, logger.propagate)
+    saved_env = {name: os.environ.get(name) for name in _QUIET_BARS}
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False
+    if verbosity < 0:
+        os.environ.update(dict.fromkeys(_QUIET_BARS, "1"))
+    try:
+        yield logger
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _one_line(text: str) -> str:

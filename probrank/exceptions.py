@@ -6,7 +6,13 @@ the file, the line and the offending value, so that the CLI can print it as one 
 
 from __future__ import annotations
 
-__all__ = ["ConvergenceWarning", "InputDataError", "NumericsWarning", "ProbrankError"]
+__all__ = [
+    "ConvergenceWarning",
+    "InputDataError",
+    "MissingExtraError",
+    "NumericsWarning",
+    "ProbrankError",
+]
 
 
 class ProbrankError(Exception):
@@ -32,6 +38,11 @@ class InputDataError(ProbrankError, ValueError):
         elif line is not None:
             where = f"line {line}: "
         super().__init__(where + message)
+
+
+class MissingExtraError(ProbrankError, ImportError):
+    """An optional dependency is not installed; the message names the extra that installs it
+    (``pip install 'probrank[mediqa]'``). Raised by :func:`probrank._extras.require`."""
 
 
 class NumericsWarning(UserWarning):

@@ -402,10 +402,10 @@ def test_fuse_more_folds_than_topics(files, capsys) -> None:
 
 
 def test_demo_sections_match_and_run_alone(tmp_path, capsys) -> None:
-    from probrank.cli import DEMO_SECTIONS
+    from probrank.demo.context import DemoSection
     from probrank.demo.sections import SECTIONS
 
-    assert DEMO_SECTIONS == tuple(name for name, _ in SECTIONS)
+    assert list(SECTIONS) == list(DemoSection)  # every section has a function, in order
     out = tmp_path / "demo"
     assert main(["demo", "--quick", "-o", str(out), "--sections", "evaluation"]) == 0
     results = json.loads((out / "results.json").read_text())

@@ -297,7 +297,7 @@ def test_figure_writers_leave_pyplot_and_the_backend_alone(tmp_path: Path) -> No
     code = (
         "import matplotlib; matplotlib.use('svg'); import matplotlib.pyplot as plt;"
         "from pathlib import Path;"
-        "from probrank.experiments.gpf_demo import demo_section;"
+        "from probrank.demo.gpf import demo_section;"
         "from probrank.demo.plots import bar_chart;"
         f"folder = Path({str(tmp_path)!r});"
         "demo_section(folder, seed=0, quick=True);"

@@ -21,7 +21,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,17 +32,25 @@ from probrank.data.trec import Qrels, Run
 from probrank.exceptions import InputDataError
 
 __all__ = [
+    "FIRST_STAGE_FEATURES",
     "CandidateList",
     "Documents",
     "check_lists",
+    "first_stage_rows",
     "num_pairs",
     "pair_texts",
+    "side_features",
     "split_lists",
     "write_jsonl",
 ]
 
 Documents = Mapping[str, str] | Callable[[str], "str | None"]
 """Document texts: ``{doc_id: text}`` or a function ``doc_id -> text`` (None: unknown)."""
+
+FIRST_STAGE_FEATURES = ("first_stage_score", "first_stage_score_minmax", "first_stage_log_rank")
+"""Names of the side features :meth:`CandidateList.from_trec` derives from a run with
+``first_stage_features=True``: the run's score, the score min-max scaled within the topic's
+list (1 for the top document; 1 for all when they tie) and ``log(rank)`` (0 for the top)."""
 
 
 def _integer(value: object, what: str) -> int:
@@ -76,10 +84,16 @@ class CandidateList:
         labels: `n` binary relevance labels (1 relevant), or None for an unlabelled list;
             derived from ``grades`` (``grade >= 1``) when only grades are given.
         grades: `n` graded judgements; default ``labels``.
+        features: `n x k` numeric side features per candidate (e.g. a first-stage score,
+            :data:`FIRST_STAGE_FEATURES`), or None; the candidate models append them to the
+            encoder's features.
+        feature_names: The `k` names of ``features`` (required with them).
 
     Attributes:
         labels: `n` 0/1 labels, ``()`` when the list is unlabelled.
         grades: `n` grades, ``()`` when the list is unlabelled.
+        features: `n` rows of `k` floats, ``()`` when the list has no side features.
+        feature_names: `k` names, ``()`` without side features.
 
     Raises:
         InputDataError: no candidates, lengths that differ, a repeated candidate id, a
@@ -92,6 +106,10 @@ class CandidateList:
     candidates: tuple[str, ...]
     labels: tuple[int, ...]
     grades: tuple[int, ...]
+    # keyword-only with defaults, so that subclasses' generated __init__ (MediqaList) keep
+    # their positional fields
+    features: tuple[tuple[float, ...], ...] = field(default=(), kw_only=True)
+    feature_names: tuple[str, ...] = field(default=(), kw_only=True)
 
     def __init__(
         self,
@@ -101,6 +119,9 @@ class CandidateList:
         candidates: Sequence[str],
         labels: Sequence[int] | None = None,
         grades: Sequence[int] | None = None,
+        *,
+        features: Sequence[Sequence[float]] | None = None,
+        feature_names: Sequence[str] | None = None,
     ) -> None:
         where = f"candidate list {qid!r}"
         if labels is None and grades is not None:
@@ -118,6 +139,9 @@ class CandidateList:
         object.__setattr__(self, "candidates", tuple(candidates))
         object.__setattr__(self, "labels", label_tuple)
         object.__setattr__(self, "grades", grade_tuple)
+        rows, names = _side_features(features, feature_names, where)
+        object.__setattr__(self, "features", rows)
+        object.__setattr__(self, "feature_names", names)
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -145,6 +169,10 @@ class CandidateList:
         bad = [y for y in self.labels if y not in (0, 1)]
         if bad:
             raise InputDataError(f"{where}: labels must be 0 or 1, got {bad[0]!r}")
+        if self.features and len(self.features) != n:
+            raise InputDataError(
+                f"{where}: {n} candidates but {len(self.features)} rows of side features"
+            )
 
     def __len__(self) -> int:
         return len(self.candidates)
@@ -296,6 +324,7 @@ class CandidateList:
         *,
         depth: int | None = 100,
         relevance_level: int = 1,
+        first_stage_features: bool = False,
     ) -> list[CandidateList]:
         """One list per topic of ``run``: its top ``depth`` documents in trec_eval order.
 
@@ -308,6 +337,8 @@ class CandidateList:
                 unlabelled lists.
             depth: Candidates per topic (None: all).
             relevance_level: Lowest grade labelled relevant.
+            first_stage_features: Attach the run's scores as side features
+                (:data:`FIRST_STAGE_FEATURES`), for models fitted on such lists.
 
         Returns:
             One :class:`CandidateList` per topic with a non-empty list, in the run's order.
@@ -345,10 +376,54 @@ class CandidateList:
             if judged is not None:
                 grades = [judged.get(qid, {}).get(doc, 0) for doc in ids]
             labels = None if grades is None else [int(g >= relevance_level) for g in grades]
-            lists.append(cls(qid, texts[qid], ids, bodies, labels, grades))
+            extra: dict[str, Any] = {}
+            if first_stage_features:
+                extra = {
+                    "features": first_stage_rows([score for _, score in ranking]),
+                    "feature_names": FIRST_STAGE_FEATURES,
+                }
+            lists.append(cls(qid, texts[qid], ids, bodies, labels, grades, **extra))
         if not lists:
             raise InputDataError(f"run {run.name!r} ranks no documents")
         return lists
+
+
+def first_stage_rows(scores: Sequence[float]) -> list[tuple[float, float, float]]:
+    """The :data:`FIRST_STAGE_FEATURES` of one topic's candidates, given their `n` first-stage
+    scores in rank order (best first)."""
+    values = [float(s) for s in scores]
+    if not values:
+        return []
+    high, low = max(values), min(values)
+    span = high - low
+    return [
+        (s, (s - low) / span if span > 0 else 1.0, math.log(rank))
+        for rank, s in enumerate(values, start=1)
+    ]
+
+
+def _side_features(
+    features: Sequence[Sequence[float]] | None, names: Sequence[str] | None, where: str
+) -> tuple[tuple[tuple[float, ...], ...], tuple[str, ...]]:
+    if features is None:
+        if names:
+            raise InputDataError(f"{where}: feature_names given without features")
+        return (), ()
+    if names is None:
+        raise InputDataError(f"{where}: side features need feature_names")
+    name_tuple = tuple(str(n) for n in names)
+    if not name_tuple or len(set(name_tuple)) != len(name_tuple):
+        raise InputDataError(f"{where}: feature_names must be unique and non-empty, got {names!r}")
+    rows = []
+    for i, row in enumerate(features):
+        values = tuple(float(v) for v in row)
+        if len(values) != len(name_tuple) or not all(math.isfinite(v) for v in values):
+            raise InputDataError(
+                f"{where}: side-feature row {i} must hold {len(name_tuple)} finite numbers, "
+                f"got {tuple(row)!r}"
+            )
+        rows.append(values)
+    return tuple(rows), name_tuple
 
 
 def _list_from_record(cls: type[CandidateList], record: object) -> CandidateList:
@@ -468,3 +543,21 @@ def pair_texts(lists: Sequence[CandidateList]) -> tuple[list[str], list[str]]:
     queries = [item.query for item in lists for _ in item.candidates]
     candidates = [c for item in lists for c in item.candidates]
     return queries, candidates
+
+
+def side_features(
+    lists: Sequence[CandidateList],
+) -> tuple[list[tuple[float, ...]], tuple[str, ...]]:
+    """The `n` side-feature rows of all candidates of ``lists`` (list by list) and their names.
+
+    Raises:
+        InputDataError: lists that carry different side features (or some none).
+    """
+    names = lists[0].feature_names if lists else ()
+    for item in lists:
+        if item.feature_names != names:
+            raise InputDataError(
+                f"list {item.qid!r} carries side features {list(item.feature_names)}, list "
+                f"{lists[0].qid!r} carries {list(names)}: give every list the same ones"
+            )
+    return [row for item in lists for row in item.features], names

@@ -5,43 +5,16 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from probrank._files import write_text_atomically
-from probrank.data.datasets.synthetic import SyntheticCollection, score_distribution_runs
+from probrank._progress import progress_bar
+from probrank.data.datasets.synthetic import score_distribution_runs
+from probrank.demo.context import DemoContext
+from probrank.demo.sections import SECTIONS
 from probrank.exceptions import InputDataError
 
-__all__ = ["DemoContext", "run_demo"]
-
-
-@dataclass
-class DemoContext:
-    """What the sections share: the generated collection, the output folder, the seed.
-
-    Attributes:
-        collection: The generated runs and qrels.
-        output_dir: Report folder; sections write their PNGs here.
-        seed: Seed of every model.
-        quick: Smallest sizes (for tests).
-        results: ``{section: JSON-able results}``, written to ``results.json``.
-        figures: PNG file names written so far, in order.
-    """
-
-    collection: SyntheticCollection
-    output_dir: Path
-    seed: int
-    quick: bool
-    results: dict[str, object] = field(default_factory=dict)
-    figures: list[str] = field(default_factory=list)
-
-    def figure_path(self, name: str) -> Path:
-        """Path of a PNG in the report folder, remembered for the summary."""
-        self.figures.append(name)
-        return self.output_dir / name
-
+__all__ = ["MAX_SEED", "run_demo"]
 
 MAX_SEED = 2**32 - 1
 """Largest seed (numpy's legacy generator, used by some libraries, stops here)."""
@@ -74,15 +47,13 @@ def run_demo(
     output_dir = Path(output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         raise InputDataError("the report folder exists and is not a folder", path=output_dir)
-    from probrank.demo.sections import SECTIONS
-
-    known = [name for name, _ in SECTIONS]
+    known = [section.value for section in SECTIONS]
     unknown = [name for name in sections or () if name not in known]
     if unknown or (sections is not None and not sections):
         raise InputDataError(
             f"demo sections must be among {', '.join(known)}, got {list(sections or [])!r}"
         )
-    chosen = [(n, f) for n, f in SECTIONS if sections is None or n in sections]
+    chosen = [(s.value, f) for s, f in SECTIONS.items() if sections is None or s.value in sections]
     start = time.perf_counter()
     output_dir.mkdir(parents=True, exist_ok=True)
     data_dir = output_dir / "data"
@@ -105,7 +76,7 @@ def run_demo(
         "`probrank demo`.\n",
     ]
     timings: dict[str, float] = {}
-    bar = tqdm(chosen, desc="demo", unit="section")
+    bar = progress_bar(chosen, desc="demo", unit="section")
     for name, section in bar:
         bar.set_postfix_str(name)
         began = time.perf_counter()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from probrank.demo.context import DemoContext, DemoSection
 from probrank.demo.plots import bar_chart
-from probrank.demo.runner import DemoContext
 from probrank.evaluation import compare, evaluate
 from probrank.experiments.results import format_table
 
@@ -49,7 +49,7 @@ def evaluation_section(ctx: DemoContext) -> str:
 
 def fusion_section(ctx: DemoContext) -> str:
     """CombSUM, CombMNZ and QLFusion (Bayesian quantifier, 5-fold CV) on the generated runs."""
-    from probrank.experiments.qlfusion import qlfusion_demo
+    from probrank.demo.qlfusion import qlfusion_demo
 
     posterior_figure = ctx.figure_path("qlfusion.png")
     out = qlfusion_demo(
@@ -77,7 +77,7 @@ def fusion_section(ctx: DemoContext) -> str:
 def calibration_section(ctx: DemoContext) -> str:
     """Deterministic vs GPF relevance heads on generated features: calibration in and out of
     domain, with a reliability diagram."""
-    from probrank.experiments.gpf_ranker import demo_section
+    from probrank.demo.gpf import demo_section
 
     markdown, results = demo_section(ctx.output_dir, seed=ctx.seed, quick=ctx.quick)
     markdown = markdown.replace("### ", "## ", 1)
@@ -88,7 +88,7 @@ def calibration_section(ctx: DemoContext) -> str:
 
 def multitask_section(ctx: DemoContext) -> str:
     """The MEDIQA-style multi-task filter + re-rank head on generated answer lists."""
-    from probrank.experiments.mediqa_demo import demo_section
+    from probrank.demo.multitask import demo_section
 
     markdown, results = demo_section(ctx.output_dir, seed=ctx.seed, quick=ctx.quick)
     ctx.figures.append("multitask.png")
@@ -98,7 +98,7 @@ def multitask_section(ctx: DemoContext) -> str:
 
 def interactive_section(ctx: DemoContext) -> str:
     """A simulated interactive session: pair selection by expected improvement and others."""
-    from probrank.experiments.interactive_demo import demo_session
+    from probrank.demo.interactive import demo_session
 
     markdown, results = demo_session(ctx.output_dir, seed=ctx.seed, quick=ctx.quick)
     ctx.figures.append("interactive_accuracy.png")
@@ -106,10 +106,11 @@ def interactive_section(ctx: DemoContext) -> str:
     return markdown
 
 
-SECTIONS: list[tuple[str, Callable[[DemoContext], str]]] = [
-    ("evaluation", evaluation_section),
-    ("fusion", fusion_section),
-    ("calibration", calibration_section),
-    ("multitask", multitask_section),
-    ("interactive", interactive_section),
-]
+SECTIONS: dict[DemoSection, Callable[[DemoContext], str]] = {
+    DemoSection.EVALUATION: evaluation_section,
+    DemoSection.FUSION: fusion_section,
+    DemoSection.CALIBRATION: calibration_section,
+    DemoSection.MULTITASK: multitask_section,
+    DemoSection.INTERACTIVE: interactive_section,
+}
+"""Each section's function, by :class:`~probrank.demo.context.DemoSection`, in run order."""

@@ -1,5 +1,6 @@
 """Diagnostic plots with matplotlib: traces, forest (posterior summary), PPC, SVI vs NUTS,
-reliability diagrams, and a one-call PNG of a posterior summary.
+and a one-call PNG of a posterior summary; :func:`plot_reliability` is the calibration plot of
+:mod:`probrank.evaluation.calibration_plots`, exported here too.
 
 Every ``plot_*`` function draws on the axes it is given (or a new figure) and returns them;
 :func:`save_posterior_summary` writes a PNG atomically (temporary file + rename). matplotlib
@@ -9,7 +10,7 @@ is imported when a plot is drawn, never at import.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ from probrank._files import save_figure
 from probrank.diagnostics._data import flat_parameters, get_group
 from probrank.diagnostics.ppc import PPCResult
 from probrank.diagnostics.summary import summary
-from probrank.evaluation.calibration import plot_reliability_diagram, reliability_curve
+from probrank.evaluation.calibration_plots import plot_reliability
 from probrank.exceptions import InputDataError
 
 if TYPE_CHECKING:
@@ -182,37 +183,6 @@ def plot_posterior_comparison(
         f"{table.attrs.get('median sd ratio', np.nan):.2f}",
         fontsize="medium",
     )
-    return ax
-
-
-def plot_reliability(
-    probs: Mapping[str, Any],
-    labels: Any,
-    *,
-    n_bins: int = 10,
-    ax: Axes | None = None,
-    title: str | None = None,
-) -> Axes:
-    """Reliability diagrams of several models' P(relevant) on the same labels.
-
-    Args:
-        probs: ``{model: n probabilities}`` (tensors or arrays).
-        labels: `n` 0/1 labels.
-        n_bins: Equal-width bins.
-        ax: Axes to draw on.
-        title: Axes title.
-
-    Returns:
-        The axes (drawn by :func:`probrank.evaluation.calibration.plot_reliability_diagram`).
-    """
-    curves = {
-        name: reliability_curve(p, labels, n_bins=n_bins, kind="positive")
-        for name, p in probs.items()
-    }
-    ax = _axes(ax, (4.5, 4.5))
-    plot_reliability_diagram(curves, ax=ax, title=title)
-    ax.set_xlabel("predicted P(relevant)")
-    ax.set_ylabel("fraction relevant")
     return ax
 
 

@@ -22,8 +22,8 @@ import pyro
 import torch
 from pyro import poutine
 from torch import Tensor
-from tqdm.auto import tqdm
 
+from probrank._progress import progress_bar
 from probrank.diagnostics.arviz import from_draws, guide_draws
 from probrank.exceptions import InputDataError
 from probrank.inference.mcmc import NutsSamples
@@ -62,7 +62,7 @@ def replay(
     loglik: dict[str, list[Tensor]] = {}
     deterministic: dict[str, list[Tensor]] = {}
     values: dict[str, Tensor] = {}
-    for s in tqdm(range(total), desc="replaying draws", disable=not progress, leave=False):
+    for s in progress_bar(range(total), desc="replaying draws", disable=not progress, leave=False):
         point = {name: value[s] for name, value in draws.items()}
         trace = poutine.trace(poutine.condition(model, data=point)).get_trace(*args, **kwargs)
         for name, site in trace.nodes.items():

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
+from probrank._progress import progress_bar
 from probrank.encoders.transformer import TransformerEncoder
 from probrank.exceptions import InputDataError
 
@@ -77,7 +77,9 @@ def fine_tune(
     generator = torch.Generator().manual_seed(seed)
     history = []
     steps = epochs * -(-n // batch_size)
-    bar = tqdm(total=steps, desc="fine-tuning", unit="step", disable=not encoder.show_progress)
+    bar = progress_bar(
+        total=steps, desc="fine-tuning", unit="step", disable=not encoder.show_progress
+    )
     for epoch in range(epochs):
         encoder.model.train()
         head.train()

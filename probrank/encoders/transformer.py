@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from probrank._options import parse_enum
+from probrank._progress import progress_bar
 from probrank.encoders.cache import EmbeddingCache, text_key
 from probrank.exceptions import InputDataError
 
@@ -53,6 +56,48 @@ class Pooling(str, Enum):
     """The first token's final hidden state."""
     MEAN = "mean"
     """The mean of the final hidden states over non-padding tokens."""
+
+
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """Silence transformers' own progress bars and log lines below ERROR inside the block.
+
+    Loading a model draws a ``Loading weights`` bar and may log a loading report on stderr;
+    probrank's own bars (encoding, training) say what takes time. The settings are restored on
+    exit, so that a notebook's ``transformers.logging`` choices hold outside model loading.
+    Bars are turned off with :func:`transformers.utils.logging.set_tqdm_hook` where it exists
+    (a hook, restored on exit: nothing else changes), else with ``disable_progress_bar`` and
+    re-enabled if they were on.
+    """
+    from transformers.utils import logging as hf_logging
+
+    logger = hf_logging.get_logger()  # configures the "transformers" logger first
+    level = logger.level
+    set_hook = getattr(hf_logging, "set_tqdm_hook", None)
+    previous_hook = None
+    bars_were_on = False
+    logger.setLevel(logging.ERROR)
+    if set_hook is not None:
+        previous_hook = set_hook(_disabled_bar)
+    else:  # pragma: no cover - transformers 4 (no hook)
+        bars_were_on = hf_logging.is_progress_bar_enabled()
+        if bars_were_on:
+            hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        if set_hook is not None:
+            set_hook(previous_hook)
+        elif bars_were_on:  # pragma: no cover
+            hf_logging.enable_progress_bar()
+
+
+def _disabled_bar(
+    factory: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """A :func:`~transformers.utils.logging.set_tqdm_hook` hook: the bar, disabled."""
+    return factory(*args, **{**kwargs, "disable": True})
 
 
 def default_model_path() -> Path:
@@ -137,8 +182,10 @@ class TransformerEncoder(nn.Module):
         self.device = torch.device(
             device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu")
         )
-        self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        self.model = AutoModel.from_pretrained(str(path), local_files_only=True).to(self.device)
+        with _quiet_transformers():
+            self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+            model = AutoModel.from_pretrained(str(path), local_files_only=True)
+        self.model = model.to(self.device)
         if freeze:
             self.model.eval()
             self.model.requires_grad_(False)
@@ -198,7 +245,7 @@ class TransformerEncoder(nn.Module):
             order.sort(key=lambda i: -lengths[i])
         chunks = []
         starts = range(0, len(first), self.batch_size)
-        bar = tqdm(
+        bar = progress_bar(
             starts,
             desc=f"encoding {what}",
             unit="batch",

@@ -1,4 +1,5 @@
-"""Evaluation: trec_eval-exact measures, significance tests, calibration, tensor metrics.
+"""Evaluation: trec_eval-exact measures, significance tests, Bayesian comparison of runs,
+calibration (metrics and plots), tensor metrics, and choosing the runs to fuse by a measure.
 
 The trec_eval measures (:mod:`probrank.evaluation.measures`) import neither torch nor pandas;
 calibration, significance tests and tensor metrics are imported on first use, so that
@@ -19,6 +20,13 @@ from probrank.evaluation.measures import (
 )
 
 if TYPE_CHECKING:
+    from probrank.evaluation.bayesian import (
+        BayesianComparison,
+        bayesian_compare,
+        bayesian_compare_scores,
+    )
+    from probrank.evaluation.bayesian_model import ComparisonPriors
+    from probrank.evaluation.bayesian_plots import plot_posterior_differences
     from probrank.evaluation.calibration import (
         CalibrationKind,
         ReliabilityCurve,
@@ -26,9 +34,14 @@ if TYPE_CHECKING:
         expected_calibration_error,
         maximum_calibration_error,
         negative_log_likelihood,
-        plot_reliability_diagram,
         reliability_curve,
     )
+    from probrank.evaluation.calibration_plots import (
+        plot_reliability,
+        plot_reliability_diagram,
+        reliability_figure,
+    )
+    from probrank.evaluation.selection import top_runs
     from probrank.evaluation.significance import (
         Correction,
         SignificanceTest,
@@ -47,6 +60,12 @@ if TYPE_CHECKING:
 
 _LAZY = {
     **dict.fromkeys(
+        ["BayesianComparison", "bayesian_compare", "bayesian_compare_scores"],
+        "probrank.evaluation.bayesian",
+    ),
+    "ComparisonPriors": "probrank.evaluation.bayesian_model",
+    "plot_posterior_differences": "probrank.evaluation.bayesian_plots",
+    **dict.fromkeys(
         [
             "CalibrationKind",
             "ReliabilityCurve",
@@ -54,11 +73,15 @@ _LAZY = {
             "expected_calibration_error",
             "maximum_calibration_error",
             "negative_log_likelihood",
-            "plot_reliability_diagram",
             "reliability_curve",
         ],
         "probrank.evaluation.calibration",
     ),
+    **dict.fromkeys(
+        ["plot_reliability", "plot_reliability_diagram", "reliability_figure"],
+        "probrank.evaluation.calibration_plots",
+    ),
+    "top_runs": "probrank.evaluation.selection",
     **dict.fromkeys(
         ["Correction", "SignificanceTest", "compare", "paired_test"],
         "probrank.evaluation.significance",
@@ -79,12 +102,16 @@ _LAZY = {
 
 __all__ = [
     "DEFAULT_MEASURES",
+    "BayesianComparison",
     "CalibrationKind",
+    "ComparisonPriors",
     "Correction",
     "Evaluator",
     "ReliabilityCurve",
     "SignificanceTest",
     "average_precision",
+    "bayesian_compare",
+    "bayesian_compare_scores",
     "brier_score",
     "compare",
     "evaluate",
@@ -96,12 +123,16 @@ __all__ = [
     "negative_log_likelihood",
     "paired_test",
     "parse_measures",
+    "plot_posterior_differences",
+    "plot_reliability",
     "plot_reliability_diagram",
     "precision_at_k",
     "recall_at_k",
     "recall_n_at_k",
     "reciprocal_rank",
     "reliability_curve",
+    "reliability_figure",
+    "top_runs",
 ]
 
 

@@ -5,7 +5,8 @@ ECE follows Guo et al. (2017): M equal-width bins over [0, 1] (bin b holds confi
 MCE = max_b |acc_b - conf_b| over non-empty bins. For binary relevance the default
 ``kind="top_label"`` uses the predicted label's confidence max(p, 1 - p) and its accuracy, as
 the GPF-BERT and SNGP papers do; ``kind="positive"`` bins P(relevant) against the observed
-relevance rate (the reliability diagram of a probabilistic classifier). These few lines are
+relevance rate (the reliability diagram of a probabilistic classifier; the plots are in
+:mod:`probrank.evaluation.calibration_plots`). These few lines are
 written here because scikit-learn's ``calibration_curve`` has no ECE and drops empty bins
 differently for the two kinds.
 
@@ -17,16 +18,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from probrank._options import parse_enum
 from probrank.exceptions import InputDataError
-
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
 
 __all__ = [
     "CalibrationKind",
@@ -35,7 +32,6 @@ __all__ = [
     "expected_calibration_error",
     "maximum_calibration_error",
     "negative_log_likelihood",
-    "plot_reliability_diagram",
     "reliability_curve",
 ]
 
@@ -180,45 +176,3 @@ def negative_log_likelihood(probs: ArrayLike, labels: ArrayLike, eps: float = 1e
     p, y = _confidence_and_hits(probs, labels, CalibrationKind.POSITIVE)
     p = np.clip(p, eps, 1.0 - eps)
     return float(-np.mean(y * np.log(p) + (1.0 - y) * np.log1p(-p)))
-
-
-def plot_reliability_diagram(
-    curves: dict[str, ReliabilityCurve] | ReliabilityCurve,
-    ax: Axes | None = None,
-    title: str | None = None,
-) -> Axes:
-    """Draw reliability diagrams: accuracy per bin against mean confidence, the diagonal for
-    perfect calibration, and the ECE of each curve in the legend.
-
-    Args:
-        curves: One curve or ``{label: curve}``.
-        ax: Axes to draw on; default: a new figure.
-        title: Axes title.
-
-    Returns:
-        The axes.
-    """
-    if ax is None:
-        import matplotlib.pyplot as plt  # the user's backend is left alone
-
-        _, ax = plt.subplots(figsize=(4.5, 4.5))
-    if isinstance(curves, ReliabilityCurve):
-        curves = {"model": curves}
-    ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="perfect")
-    for label, curve in curves.items():
-        filled = curve.counts > 0
-        ece = float((curve.counts[filled] * curve.gaps[filled]).sum() / curve.counts.sum())
-        ax.plot(
-            curve.confidence[filled],
-            curve.accuracy[filled],
-            marker="o",
-            label=f"{label} (ECE {ece:.3f})",
-        )
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("confidence")
-    ax.set_ylabel("accuracy")
-    if title:
-        ax.set_title(title)
-    ax.legend(loc="upper left", fontsize="small")
-    return ax

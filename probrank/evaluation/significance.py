@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from enum import Enum
 
 import numpy as np
 import pandas as pd
@@ -18,31 +17,10 @@ from scipy import stats
 from probrank._options import parse_enum
 from probrank.data.trec import Qrels, Run
 from probrank.evaluation.measures import DEFAULT_MEASURES, Evaluator
+from probrank.evaluation.significance_kinds import Correction, SignificanceTest
 from probrank.exceptions import InputDataError
 
 __all__ = ["Correction", "SignificanceTest", "adjust_pvalues", "compare", "paired_test"]
-
-
-class SignificanceTest(str, Enum):
-    """Paired two-sided tests on per-query differences."""
-
-    T = "t"
-    """Student's paired t-test (``scipy.stats.ttest_rel``)."""
-    WILCOXON = "wilcoxon"
-    """Wilcoxon signed-rank test (``scipy.stats.wilcoxon``; zero differences dropped)."""
-    RANDOMIZATION = "randomization"
-    """Fisher's randomisation test: random sign flips of the differences (10,000 draws)."""
-
-
-class Correction(str, Enum):
-    """Family-wise error correction across the runs compared with the baseline, per measure."""
-
-    NONE = "none"
-    """No correction."""
-    HOLM = "holm"
-    """Holm's step-down procedure (uniformly more powerful than Bonferroni)."""
-    BONFERRONI = "bonferroni"
-    """Multiply each p-value by the number of tests."""
 
 
 def paired_test(

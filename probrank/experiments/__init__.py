@@ -1,17 +1,30 @@
-"""Experiment protocols: read a TOML config, run it, return a results table.
+"""Experiment protocols: read a TOML config, run it, write its results with provenance.
+
+One subpackage per protocol, each reading its typed config and calling the model objects
+(:mod:`probrank.models`) or their parts; none defines a network:
+
+* :mod:`~probrank.experiments.qlfusion_cv`: ``qlfusion_cv``, QLFusion by cross-validation over
+  topics;
+* :mod:`~probrank.experiments.gpf`: ``gpf_ranker`` (frozen encoder) and ``gpf_finetune`` (end
+  to end), calibrated relevance in domain and under shift;
+* :mod:`~probrank.experiments.mediqa`: ``mediqa_multitask``, the MEDIQA 2019 Task 3 protocol;
+* :mod:`~probrank.experiments.interactive`: ``interactive``, simulated sessions (also the
+  ``probrank interactive`` command).
 
 A config names its protocol in ``[experiment] protocol = "..."``; :data:`PROTOCOLS` maps the
 name to ``"module:function"``, imported only when used (so the CLI starts fast and optional
 heavy imports stay lazy). :func:`load_config` checks the file against the protocol's typed
-schema (:mod:`probrank.experiments.schemas`): an unknown key, a missing required key or a value
-of the wrong type is a one-line error naming the file, the line and the key. A protocol
+schema (:data:`probrank.experiments.schemas.SCHEMAS`): an unknown key, a missing required key or
+a value of the wrong type is a one-line error naming the file, the line and the key. A protocol
 function has the signature
-``fn(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult``.
+``fn(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult``;
+:func:`run_experiment` writes what it returns (:mod:`probrank.experiments.provenance`).
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 from pathlib import Path
 from typing import Protocol
 
@@ -21,13 +34,18 @@ from probrank.experiments.results import ExperimentResult
 
 __all__ = ["PROTOCOLS", "ExperimentResult", "load_config", "run_experiment"]
 
+logger = logging.getLogger(__name__)
+
 PROTOCOLS: dict[str, str] = {
-    "qlfusion_cv": "probrank.experiments.qlfusion:run",
-    "gpf_ranker": "probrank.experiments.gpf_ranker:run",
-    "gpf_finetune": "probrank.experiments.gpf_finetune:run",
-    "mediqa_multitask": "probrank.experiments.mediqa_multitask:run",
-    "interactive": "probrank.experiments.interactive:run",
+    "qlfusion_cv": "probrank.experiments.qlfusion_cv.protocol:run",
+    "gpf_ranker": "probrank.experiments.gpf.frozen:run",
+    "gpf_finetune": "probrank.experiments.gpf.finetune:run",
+    "mediqa_multitask": "probrank.experiments.mediqa.protocol:run",
+    "interactive": "probrank.experiments.interactive.protocol:run",
+    "cascade": "probrank.experiments.cascade.protocol:run",
 }
+"""Each protocol's function, ``"module:function"``, by the name configs give it; its schema
+is :data:`probrank.experiments.schemas.SCHEMAS` under the same name."""
 
 
 class ProtocolFn(Protocol):
@@ -83,9 +101,15 @@ def load_config(path: str | Path, *, protocol: str | None = None) -> dict:
 
 
 def run_experiment(
-    path: str | Path, *, seeds: int = 3, smoke: bool = False, threads: int | None = None
+    path: str | Path,
+    *,
+    seeds: int = 3,
+    smoke: bool = False,
+    threads: int | None = None,
+    out: str | Path | None = None,
+    update_card: bool = False,
 ) -> ExperimentResult:
-    """Run the experiment a config describes and return its results.
+    """Run the experiment a config describes, write its results, and return them.
 
     Args:
         path: The TOML config.
@@ -93,19 +117,66 @@ def run_experiment(
         smoke: Tiny sizes, to check the pipeline.
         threads: Torch threads of the run, in place of the config's ``[experiment] threads``
             (None: the config's, else the protocol's default).
+        out: The run folder for the results JSON (with provenance) and figures
+            (:mod:`probrank.experiments.provenance`); None: write nothing there
+            (``probrank experiment`` passes ``runs/<config stem>-<UTC time>/`` by default).
+        update_card: Also write the results into the model card's folder (``[output] folder``
+            beside the config, default ``results/``), replacing the committed ones. Refused
+            for smoke runs.
+
+    Returns:
+        The results; ``files`` lists what was written.
 
     Raises:
         InputDataError: a bad argument, or a config that does not match its protocol's schema.
     """
+    from probrank.experiments.provenance import (
+        RunOutput,
+        card_folder,
+        provenance,
+        writing_to,
+    )
+    from probrank.experiments.schemas import SCHEMAS
+
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise InputDataError(f"seeds must be a positive integer, got {seeds!r}")
     if threads is not None and (
         isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
     ):
         raise InputDataError(f"threads must be a positive integer, got {threads!r}")
+    if update_card and smoke:
+        raise InputDataError("--update-card writes a model card's results: not with --smoke")
+    path = Path(path)
     config = load_config(path)
     if threads is not None:
         config = {**config, "experiment": {**config["experiment"], "threads": threads}}
-    module_name, _, function_name = PROTOCOLS[config["experiment"]["protocol"]].partition(":")
+    protocol = config["experiment"]["protocol"]
+    card = card_folder(config, path) if update_card else None
+    output = None
+    if out is not None or card is not None:
+        record = provenance(
+            config_path=path,
+            config=config,
+            schema=SCHEMAS.get(protocol),
+            seeds=seeds,
+            smoke=smoke,
+            threads=config["experiment"].get("threads"),
+        )
+        if out is not None:
+            output = RunOutput(Path(out), path.stem, record, card=card)
+        elif card is not None:
+            output = RunOutput(card, path.stem, record)
+    module_name, _, function_name = PROTOCOLS[protocol].partition(":")
     function: ProtocolFn = getattr(importlib.import_module(module_name), function_name)
-    return function(config, config_path=Path(path), seeds=seeds, smoke=smoke)
+    logger.debug(  # debug: an error must stay the one line on stderr
+        "%s: protocol %s, seeds 0..%d%s", path, protocol, seeds - 1, " (smoke)" if smoke else ""
+    )
+    with writing_to(output):
+        result = function(config, config_path=path, seeds=seeds, smoke=smoke)
+    if output is not None:
+        output.write(result)
+        result.files = [str(p) for p in output.written]
+        for folder in dict.fromkeys(p.parent for p in output.written):
+            names = ", ".join(p.name for p in output.written if p.parent == folder)
+            logger.info("results written to %s (%s)", folder, names)
+    return result

@@ -7,6 +7,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["ExperimentResult", "format_table"]
 
@@ -20,12 +21,23 @@ class ExperimentResult:
         values: ``{method: {measure: [one value per seed]}}``.
         extra: Further tables, ``{table title: {row: {column: value}}}`` (e.g. an ablation).
         notes: Lines printed under the table (data sizes, what was subsampled).
+        data: Further JSON-able results written beside ``values`` in the results JSON (e.g.
+            the interactive curves), ``{key: data}``.
+        figures: Figures written as ``<config stem>_<name>.png`` beside the results JSON,
+            ``{name: matplotlib figure}``.
+        settings: The settings the protocol ran with, defaults included (its typed view of
+            the config; recorded in the JSON's provenance), ``{table: {key: value}}``.
+        files: The files the run wrote (set by :func:`~probrank.experiments.run_experiment`).
     """
 
     title: str
     values: dict[str, dict[str, list[float]]]
     extra: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    figures: dict[str, Any] = field(default_factory=dict, repr=False)
+    settings: dict[str, Any] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
 
     def means(self) -> dict[str, dict[str, float]]:
         """``{method: {measure: mean over seeds}}``."""

@@ -28,8 +28,9 @@ from probrank.fusion.comb import (
 from probrank.fusion.meta import meta_fusion
 from probrank.fusion.normalize import Normalization, check_depth, normalize_lists
 from probrank.fusion.rrf import DEFAULT_RRF_K, rrf
+from probrank.fusion.weighted import combine_wmnz, weighted_rrf
 
-__all__ = ["FusionMethod", "fuse"]
+__all__ = ["NEEDS_WEIGHTS", "FusionMethod", "fuse"]
 
 
 class FusionMethod(str, Enum):
@@ -50,6 +51,12 @@ class FusionMethod(str, Enum):
     """Weighted CombSUM, ``sum_i w_i(q) s_i(d)``: QLFusion's rule with ``w_i(q)`` the predicted
     proportion of relevant documents in run ``i``'s top list for query ``q``. Needs
     ``weights``."""
+    WEIGHTED_MNZ = "weighted_mnz"
+    """Weighted CombMNZ as ranx's ``wmnz`` (Wu & Crestani 2002): the sum of the normalised
+    scores times the sum of the weights of the runs that retrieved the document. Needs
+    ``weights``."""
+    WEIGHTED_RRF = "weighted_rrf"
+    """Weighted RRF, ``sum_i w_i / (k + rank_i)``; ignores ``norm``. Needs ``weights``."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,21 @@ def _combmax(r: _Request) -> Run:
     return r.combine(combmax_rule)
 
 
+def _wmnz(r: _Request) -> Run:
+    lists = [normalize_lists(run.as_dict(), r.norm, r.depth) for run in r.runs]
+    return combine_wmnz([run.name for run in r.runs], lists, _needs_weights(r), r.name)
+
+
+def _wrrf(r: _Request) -> Run:
+    return weighted_rrf(r.runs, _needs_weights(r), r.rrf_k, depth=r.depth, name=r.name)
+
+
+def _needs_weights(r: _Request) -> Weights:
+    if r.weights is None:
+        raise InputDataError("this method needs weights ({run name: weight})")
+    return r.weights
+
+
 def _rrf(r: _Request) -> Run:
     return rrf(r.runs, r.rrf_k, depth=r.depth, name=r.name)
 
@@ -102,8 +124,19 @@ _FUSERS: dict[FusionMethod, Callable[[_Request], Run]] = {
     FusionMethod.RRF: _rrf,
     FusionMethod.META: _meta,
     FusionMethod.WEIGHTED: _weighted,
+    FusionMethod.WEIGHTED_MNZ: _wmnz,
+    FusionMethod.WEIGHTED_RRF: _wrrf,
 }
-_TAKES_WEIGHTS = {FusionMethod.COMBSUM, FusionMethod.WEIGHTED}
+_TAKES_WEIGHTS = {
+    FusionMethod.COMBSUM,
+    FusionMethod.WEIGHTED,
+    FusionMethod.WEIGHTED_MNZ,
+    FusionMethod.WEIGHTED_RRF,
+}
+NEEDS_WEIGHTS = frozenset(
+    {FusionMethod.WEIGHTED, FusionMethod.WEIGHTED_MNZ, FusionMethod.WEIGHTED_RRF}
+)
+"""The rules that cannot run without ``weights``."""
 
 
 def fuse(
@@ -122,13 +155,18 @@ def fuse(
     Args:
         runs: The runs to fuse (raw scores); not modified. Their order does not matter.
         method: A :class:`FusionMethod` or its value: ``"combsum"``, ``"combmnz"``,
-            ``"combmax"``, ``"rrf"``, ``"meta"``, ``"weighted"``.
+            ``"combmax"``, ``"rrf"``, ``"meta"``, ``"weighted"``, ``"weighted_mnz"``,
+            ``"weighted_rrf"``.
         norm: A :class:`~probrank.fusion.normalize.Normalization` or its value, for the
-            score-based methods (CombSUM, CombMNZ, CombMAX, weighted); RRF and META ignore it.
+            score-based methods (CombSUM, CombMNZ, CombMAX, weighted, weighted_mnz); RRF,
+            weighted_rrf and
+            META ignore it.
         depth: Use each list's top ``depth`` documents in trec_eval order; ``None``: all.
-        weights: For ``"combsum"`` (optional) and ``"weighted"`` (required):
-            ``{run.name: w}`` or ``{run.name: {query_id: w}}``; each normalised score is
-            multiplied by its list's weight. Other methods refuse weights.
+        weights: For ``"combsum"`` (optional) and ``"weighted"``, ``"weighted_mnz"``,
+            ``"weighted_rrf"``
+            (required): ``{run.name: w}`` or ``{run.name: {query_id: w}}``; see
+            :mod:`probrank.fusion.weighted` for how each rule uses them. Other methods refuse
+            weights.
         rrf_k: RRF's constant ``k``.
         seed: Seed for META's random EM restarts (unused by the default single start).
         name: The fused run's name (and tag).

@@ -30,8 +30,8 @@ import pyro.optim
 import torch
 from pyro.infer import ELBO, SVI, Trace_ELBO
 from torch import Tensor
-from tqdm.auto import tqdm
 
+from probrank._progress import progress_bar
 from probrank.exceptions import InputDataError
 from probrank.nn.training import Direction, EarlyStopping
 
@@ -222,7 +222,7 @@ def fit_svi(
         history: list[Any] = []
         stopper = EarlyStopping(patience, direction=Direction.MIN, min_delta=min_delta)
         best_values: dict[str, Tensor] = {}
-        bar = tqdm(range(max_epochs), desc=description, disable=not progress, leave=False)
+        bar = progress_bar(range(max_epochs), desc=description, disable=not progress, leave=False)
         epochs_run = 0
         for epoch in bar:
             total, steps = 0.0, 0

@@ -38,7 +38,9 @@ probrank process (pid N)`` (the pid read from ``/proc/locks`` where there is one
 Torn last line. A crash during an append can leave a final line without its ``\\n``. Such a line
 was never acknowledged (the append had not returned), so :func:`read_log` drops it with a
 :class:`TornLogWarning`, and opening the log for appending (:meth:`SessionLog.reopen`, under the
-lock) truncates the file back to the end of the last complete line. A complete line
+lock) truncates the file back to the end of the last complete line. A file without one complete
+line (empty, or only part of a header: never a file :meth:`SessionLog.create` made) is not a
+log: it raises one :class:`~probrank.exceptions.InputDataError`, with no warning before it. A complete line
 (``\\n``-terminated) that is not a valid event is corruption, not a torn write: it raises
 :class:`~probrank.exceptions.InputDataError` naming the file and the line.
 """
@@ -60,7 +62,15 @@ try:
 except ImportError:  # pragma: no cover - Windows: no advisory locks
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LOG_FORMAT", "LOG_VERSION", "LogContents", "SessionLog", "TornLogWarning", "read_log"]
+__all__ = [
+    "LOG_FORMAT",
+    "LOG_VERSION",
+    "LogContents",
+    "SessionLog",
+    "TornLogWarning",
+    "check_new_log",
+    "read_log",
+]
 
 LOG_FORMAT = "probrank-session"
 LOG_VERSION = 1
@@ -166,6 +176,35 @@ def _is_locked(path: Path) -> bool:
     return False
 
 
+def _exists(target: Path) -> InputDataError:
+    if _is_locked(target):
+        fd = os.open(target, os.O_RDONLY)
+        try:
+            return _in_use(target, fd)
+        finally:
+            os.close(fd)
+    return InputDataError("session log exists already; resume it or pick a new name", path=target)
+
+
+def check_new_log(path: str | os.PathLike[str]) -> None:
+    """Check, before any work, that :meth:`SessionLog.create` could create a log at ``path``;
+    create nothing.
+
+    The checks :meth:`SessionLog.create` makes first (they are this function), for commands
+    that create the log only after loading data and training a warm start: a missing folder or
+    an existing file (or folder) of that name is an error at once, not after that work.
+
+    Raises:
+        InputDataError: The folder is missing, or ``path`` exists already (resume it instead;
+            "in use" when another process holds it).
+    """
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise InputDataError("folder of the session log does not exist", path=target)
+    if target.exists() or target.is_symlink():
+        raise _exists(target)
+
+
 class SessionLog:
     """Append-only, locked handle on a session log; use :meth:`create` or :meth:`reopen`.
 
@@ -188,10 +227,7 @@ class SessionLog:
                 it, or its folder is missing.
         """
         target = Path(path)
-        if not target.parent.is_dir():
-            raise InputDataError("folder of the session log does not exist", path=target)
-        if target.exists():
-            raise cls._exists(target)
+        check_new_log(target)
         remove_stale_temporaries(target)  # left by a creation killed half-way
         temporary = temporary_path(target)
         record = {"type": "header", "format": LOG_FORMAT, "version": LOG_VERSION, **header}
@@ -212,7 +248,7 @@ class SessionLog:
             try:
                 os.link(temporary, target)
             except FileExistsError:
-                raise cls._exists(target) from None
+                raise _exists(target) from None
             except OSError:  # a filesystem without hard links: rename (checked above)
                 os.replace(temporary, target)
         except BaseException:
@@ -222,18 +258,6 @@ class SessionLog:
             temporary.unlink(missing_ok=True)
         fsync_directory(target.parent)
         return cls(target, handle, LogContents(header=record, valid_bytes=len(data)))
-
-    @staticmethod
-    def _exists(target: Path) -> InputDataError:
-        if _is_locked(target):
-            fd = os.open(target, os.O_RDONLY)
-            try:
-                return _in_use(target, fd)
-            finally:
-                os.close(fd)
-        return InputDataError(
-            "session log exists already; resume it or pick a new name", path=target
-        )
 
     @classmethod
     def reopen(cls, path: str | os.PathLike[str]) -> SessionLog:
@@ -317,6 +341,9 @@ def read_log(path: str | os.PathLike[str]) -> LogContents:
 def _parse(data: bytes, source: Path, *, stacklevel: int) -> LogContents:
     end = data.rfind(b"\n") + 1
     torn = end < len(data)
+    lines = data[:end].split(b"\n")[:-1]
+    if not lines:  # nothing to keep: one error, no warning about the torn rest first
+        raise InputDataError("not a probrank session log: no complete header line", path=source)
     if torn:
         warnings.warn(
             f"{source}: dropped a partially written last line ({len(data) - end} bytes) that was "
@@ -324,9 +351,6 @@ def _parse(data: bytes, source: Path, *, stacklevel: int) -> LogContents:
             TornLogWarning,
             stacklevel=stacklevel,
         )
-    lines = data[:end].split(b"\n")[:-1]
-    if not lines:
-        raise InputDataError("not a probrank session log: no complete header line", path=source)
     records = []
     for number, raw in enumerate(lines, start=1):
         try:

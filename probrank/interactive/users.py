@@ -5,13 +5,15 @@ A user implements :class:`User`: ``judge(first, second)`` returns a :class:`Resp
 * :class:`SimulatedUser` prefers ``a`` over ``b`` with probability
   ``1 / (1 + exp(-(f_a - f_b) / t))`` for known utilities ``f`` and noise temperature ``t``.
 * :func:`utilities_from_grades` builds ``f`` from graded labels, breaking ties within a grade
-  by ROUGE-L against the best-graded answers.
+  by ROUGE-L against the best-graded answers; :func:`simulated_user_seed` gives each
+  (run seed, question) its own stable user seed.
 * :class:`TerminalUser` shows the question and the two answers on a text stream and reads
   ``1``, ``2``, ``s`` (skip) or ``q`` (quit).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import shutil
 import sys
@@ -23,6 +25,7 @@ from typing import ClassVar, Protocol, TextIO
 import torch
 from torch import Tensor
 
+from probrank._extras import require
 from probrank.acquisition.pairs import candidate_index
 from probrank.exceptions import InputDataError
 
@@ -32,6 +35,7 @@ __all__ = [
     "TerminalUser",
     "User",
     "rouge_l_fmeasure",
+    "simulated_user_seed",
     "utilities_from_grades",
 ]
 
@@ -166,9 +170,12 @@ def utilities_from_grades(
         raise InputDataError("grades must be a non-empty list of finite numbers")
     distinct = torch.unique(values)
     delta = float((distinct[1:] - distinct[:-1]).min()) if distinct.numel() > 1 else 1.0
-    from rouge_score.tokenizers import DefaultTokenizer
-
-    tokenizer = DefaultTokenizer(use_stemmer=use_stemmer)
+    tokenizers = require(
+        "rouge_score.tokenizers",
+        extra="interactive",
+        purpose="the simulated user's ROUGE-L tie-break (utilities_from_grades)",
+    )
+    tokenizer = tokenizers.DefaultTokenizer(use_stemmer=use_stemmer)
     tokens = [tokenizer.tokenize(text) for text in texts]
     best = [i for i, g in enumerate(values.tolist()) if g == float(values.max())]
     similarity = torch.zeros_like(values)
@@ -262,3 +269,10 @@ class TerminalUser:
             if reply is not None:
                 return reply
             stdout.write(f"Please type 1, 2, s or q (got {line.strip()!r}).\n")
+
+
+def simulated_user_seed(seed: int, qid: str) -> int:
+    """A stable seed of the simulated user of question ``qid`` in run ``seed`` (the first six
+    bytes of ``sha256(f"{seed}:{qid}")``, little-endian)."""
+    digest = hashlib.sha256(f"{seed}:{qid}".encode()).digest()
+    return int.from_bytes(digest[:6], "little")

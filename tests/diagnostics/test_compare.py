@@ -80,7 +80,7 @@ def test_readme_states_the_reliability_plot_signatures_of_the_code() -> None:
     import re
     from pathlib import Path
 
-    from probrank.evaluation.calibration import plot_reliability_diagram
+    from probrank.evaluation.calibration_plots import plot_reliability_diagram
 
     readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
     stated = re.search(r"`plot_reliability_diagram\(([^)]*)\)`", readme)

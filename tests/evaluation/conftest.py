@@ -17,7 +17,7 @@ from probrank.exceptions import InputDataError
 
 
 def _binary(request: pytest.FixtureRequest, precise: bool) -> Path:
-    cache = request.config.cache
+    cache = getattr(request.config, "cache", None)  # absent with -p no:cacheprovider
     folder = (
         cache.mkdir("probrank-trec_eval")
         if cache is not None

@@ -8,7 +8,13 @@ import pytest
 
 from probrank.data import Run, trec_order
 from probrank.exceptions import InputDataError
-from probrank.fusion.normalize import Normalization, normalize, normalize_scores, top_documents
+from probrank.fusion.normalize import (
+    Normalization,
+    ScoreOverflowError,
+    normalize,
+    normalize_scores,
+    top_documents,
+)
 
 SCORES = {"a": 4.0, "b": 2.0, "c": 1.0, "d": 1.0}
 
@@ -91,3 +97,15 @@ def test_normalize_scores_matches_run_normalisation() -> None:
 def test_bad_options_raise_input_data_error(bad: dict) -> None:
     with pytest.raises(InputDataError):
         normalize(_run(), **{"method": "minmax", **bad})
+
+
+@pytest.mark.parametrize("method", ["minmax", "zscore", "sum"])
+def test_overflowing_normalisation_is_an_error_naming_the_document(method: str) -> None:
+    run = Run({"q1": {"a": 1.0}, "q2": {"x": -1e308, "y": 0.0, "z": 1e308}}, name="r")
+    with pytest.raises(ScoreOverflowError) as info:
+        normalize(run, method)
+    error = info.value
+    assert isinstance(error, InputDataError)
+    assert (error.query, error.document, error.score) == ("q2", "z", 1e308)  # the top of equals
+    assert f"{method} normalisation" in str(error) and "'z'" in str(error)
+    assert dict(normalize(run, "rank")["q2"]) == pytest.approx({"z": 1.0, "y": 2 / 3, "x": 1 / 3})

@@ -9,7 +9,7 @@ import pytest
 
 from probrank.data import Qrels, Run
 from probrank.evaluation import evaluate
-from probrank.experiments.selection import top_runs
+from probrank.evaluation.selection import top_runs
 from probrank.fusion import fuse
 
 pytestmark = pytest.mark.integration

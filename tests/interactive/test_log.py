@@ -1,5 +1,6 @@
 """The session log: one writer at a time (two real processes), one judgement per pair, files
-made like open() makes them, and no temporary file left by a killed creation."""
+made like open() makes them, no temporary file left by a killed creation, a new log's path
+checked before any work, and a log without a complete header refused without a warning."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import pytest
 import torch
 
 from probrank.exceptions import InputDataError
-from probrank.interactive.log import SessionLog, read_log
+from probrank.interactive.log import SessionLog, TornLogWarning, check_new_log, read_log
 from probrank.interactive.session import InteractiveSession
 from probrank.posteriors.bradley_terry import BradleyTerryLaplace
 
@@ -197,3 +199,67 @@ def test_a_temporary_file_of_a_killed_creation_is_removed_later(tmp_path: Path) 
     stray.write_bytes(b'{"type": "header", "format": "probrank-ses')
     _new_log(tmp_path / "s.jsonl", [(0, 1)])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]
+
+
+def test_a_new_log_path_is_checked_without_creating_anything(tmp_path: Path) -> None:
+    """check_new_log makes SessionLog.create's checks (same errors) and writes nothing."""
+    free = tmp_path / "free.jsonl"
+    check_new_log(free)
+    assert not free.exists()
+    taken = tmp_path / "taken.jsonl"
+    _new_log(taken, [(0, 1)])
+    (tmp_path / "logs").mkdir()
+    cases = {
+        taken: "session log exists already",
+        tmp_path / "logs": "session log exists already",
+        tmp_path / "missing" / "s.jsonl": "folder of the session log does not exist",
+        taken / "s.jsonl": "folder of the session log does not exist",  # under a file
+    }
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for path, reason in cases.items():
+        for check in (check_new_log, lambda p: SessionLog.create(p, {"num_candidates": 2})):
+            with pytest.raises(InputDataError) as error:
+                check(path)
+            assert str(error.value) == f"{path}: {reason}" + (
+                "; resume it or pick a new name" if "exists" in reason else ""
+            )
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_new_log_path_held_by_another_process_is_in_use(
+    holder: tuple[subprocess.Popen[str], Path],
+) -> None:
+    child, path = holder
+    with pytest.raises(
+        InputDataError, match=rf"in use by another probrank process \(pid {child.pid}\)"
+    ):
+        check_new_log(path)
+
+
+@pytest.mark.parametrize("data", [b"", b'{"type": "header", "format": "probrank-ses'])
+def test_a_log_without_a_complete_header_is_one_error_and_no_warning(
+    tmp_path: Path, data: bytes
+) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    for read in (read_log, SessionLog.reopen):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a TornLogWarning would fail here first
+            with pytest.raises(InputDataError) as error:
+                read(path)
+        assert str(error.value) == f"{path}: not a probrank session log: no complete header line"
+    assert path.read_bytes() == data  # not cut: nothing of it is a log
+
+
+def test_a_torn_event_after_a_complete_header_is_still_a_warning_and_a_cut(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.jsonl"
+    _new_log(path, [])
+    header = path.read_bytes()
+    path.write_bytes(header + b'{"type": "judgement", "rou')
+    with pytest.warns(TornLogWarning, match="partially written last line"):
+        log = SessionLog.reopen(path)
+    log.close()
+    assert log.contents.torn and log.contents.events == []
+    assert path.read_bytes() == header

@@ -16,7 +16,7 @@ from probrank.data.datasets._xml import children, parse_xml
 from probrank.data.datasets.candidate_lists import CandidateList
 from probrank.exceptions import InputDataError
 
-__all__ = ["MEDIQA_FILES", "MediqaList", "load_mediqa"]
+__all__ = ["MEDIQA_FILES", "MediqaList", "candidate_lists", "load_mediqa"]
 
 MEDIQA_FILES = {
     "train": ("train-liveqamed.xml", "train-alexa.xml"),
@@ -125,3 +125,8 @@ def load_mediqa(
         path = folder / name
         lists += _mediqa_file(path, threshold, path.stem.removesuffix("-with-labels") + ":")
     return lists
+
+
+def candidate_lists(folder: str | Path, split: str) -> list[CandidateList]:
+    """The registry's loader (:mod:`probrank.data.datasets`): :func:`load_mediqa`."""
+    return list(load_mediqa(folder, split))

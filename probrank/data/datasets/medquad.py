@@ -10,8 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
+from probrank._progress import progress_bar
 from probrank.data.datasets._xml import parse_xml
 from probrank.exceptions import InputDataError
 
@@ -56,7 +55,11 @@ def read_medquad(
     if not files:
         raise InputDataError("no MedQuAD XML documents found", path=root)
     pairs = []
-    for path in tqdm(files, desc="MedQuAD", unit="doc", disable=not progress, leave=False):
+    # the bar appears after a second only: a file that fails at once leaves stderr to the error
+    bar = progress_bar(
+        files, desc="MedQuAD", unit="doc", disable=not progress, leave=False, delay=1.0
+    )
+    for path in bar:
         document = parse_xml(path)
         if document.tag not in DOCUMENT_ROOTS:
             raise InputDataError(

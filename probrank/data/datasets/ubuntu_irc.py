@@ -22,7 +22,7 @@ from probrank.data._io import read_text_lines
 from probrank.data.datasets.candidate_lists import CandidateList
 from probrank.exceptions import InputDataError
 
-__all__ = ["UbuntuLog", "load_ubuntu_irc", "read_ubuntu_log"]
+__all__ = ["UbuntuLog", "candidate_lists", "load_ubuntu_irc", "read_ubuntu_log"]
 
 _CHAT = re.compile(r"^\[\d{2}:\d{2}\] <([^>\s]+)> ?(.*)$")
 
@@ -167,3 +167,17 @@ def load_ubuntu_irc(
         keep = np.random.default_rng([seed, 1]).choice(len(lists), max_contexts, replace=False)
         lists = [lists[i] for i in sorted(keep.tolist())]
     return lists
+
+
+def candidate_lists(
+    folder: str | Path, split: str, *, max_contexts: int | None = None, seed: int = 0
+) -> list[CandidateList]:
+    """The registry's loader (:mod:`probrank.data.datasets`): the lists of ``folder/split``.
+
+    Args:
+        folder: The ``dialog/ubuntu-irc`` folder.
+        split: ``"train"``, ``"dev"`` or ``"test"``.
+        max_contexts: Keep a random subset of this many contexts (seeded); ``None``: all.
+        seed: Seed of the negative sampling and of the subsampling.
+    """
+    return load_ubuntu_irc(Path(folder) / split, max_contexts=max_contexts, seed=seed)

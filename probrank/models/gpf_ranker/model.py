@@ -30,7 +30,15 @@ from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
 from torch import Tensor
 
-from probrank.data.candidates import CandidateList, Documents, check_lists, pair_texts, split_lists
+from probrank.data.candidates import (
+    FIRST_STAGE_FEATURES,
+    CandidateList,
+    Documents,
+    check_lists,
+    pair_texts,
+    side_features,
+    split_lists,
+)
 from probrank.data.trec import Run
 from probrank.encoders.transformer import TransformerEncoder
 from probrank.exceptions import InputDataError
@@ -219,6 +227,7 @@ class GPFRanker:
         self._std: Tensor | None = None
         self._options: dict[str, Any] = {}
         self._selected: dict[str, float] = {}
+        self._side_names: tuple[str, ...] = ()
 
     @property
     def encoder(self) -> TransformerEncoder:
@@ -230,9 +239,14 @@ class GPFRanker:
     # -- fitting --------------------------------------------------------------------------
 
     def _encode(self, lists: Sequence[CandidateList]) -> Tensor:
+        """Encoder features of every pair, followed by the lists' side features (if any)."""
         queries, candidates = pair_texts(lists)
         with torch.no_grad():
-            return self.encoder.encode_pairs(queries, candidates).float().cpu()
+            x = self.encoder.encode_pairs(queries, candidates).float().cpu()
+        rows, _ = side_features(lists)
+        if rows:
+            x = torch.cat([x, torch.tensor(rows, dtype=torch.float32)], dim=1)
+        return x
 
     def fit(
         self,
@@ -258,6 +272,7 @@ class GPFRanker:
         s = self.settings
         seed = s.seed if seed is None else seed
         train, val = split_lists(train_lists, validation_lists, s.validation_fraction, seed=seed)
+        _, names = side_features([*train, *val])
         x_train, x_val = self._encode(train), self._encode(val)
         y_train = torch.tensor([y for item in train for y in item.labels], dtype=torch.float32)
         y_val = torch.tensor([y for item in val for y in item.labels], dtype=torch.float32)
@@ -275,6 +290,7 @@ class GPFRanker:
         selection = select(s.head.value, checkpoints, y_val, family, s.mean_field_factors)
         self._head = restore(s.head.value, x_train.shape[1], selection)
         self._mean, self._std = mean, std
+        self._side_names = names
         self._options = dict(selection.checkpoint.options)
         self._selected = {k: float(v) for k, v in selection.settings.items()}
         self._selected["seed"] = float(seed)
@@ -288,6 +304,11 @@ class GPFRanker:
         self._require_fitted()
         return dict(self._selected)
 
+    @property
+    def side_features(self) -> tuple[str, ...]:
+        """Names of the side features the model was fitted with (``()``: none)."""
+        return self._side_names
+
     def _require_fitted(self) -> RelevanceHead:
         if self._head is None:
             raise InputDataError("GPFRanker is not fitted: call fit(train_lists) or load() first")
@@ -298,6 +319,12 @@ class GPFRanker:
         ``X`` of :meth:`botorch_model`), list by list."""
         self._require_fitted()
         check_lists(lists, labelled=False)
+        _, names = side_features(lists)
+        if names != self._side_names:
+            raise InputDataError(
+                f"the model was fitted with side features {list(self._side_names)}, the lists "
+                f"carry {list(names)}"
+            )
         x = self._encode(lists)
         if self._mean is None or self._std is None or x.shape[1] != self._mean.shape[0]:
             raise InputDataError("the encoder's features do not match the fitted model's width")
@@ -378,7 +405,11 @@ class GPFRanker:
         s = self.settings
         chosen = RerankCriterion(criterion) if criterion is not None else s.criterion
         lists = CandidateList.from_trec(
-            topics, run, documents, depth=s.depth if depth is None else depth
+            topics,
+            run,
+            documents,
+            depth=s.depth if depth is None else depth,
+            first_stage_features=self._side_names == FIRST_STAGE_FEATURES,
         )
         predictions = self.predict(lists)
         if chosen is RerankCriterion.PROBABILITY:
@@ -469,6 +500,7 @@ class GPFRanker:
                 "mean_field_factor": float(getattr(head, "mean_field_factor", math.pi / 8)),
                 "temperature": float(head.temperature),  # type: ignore[attr-defined]
                 "selected": self._selected,
+                "side_features": list(self._side_names),
             },
             encoder=_encoder.encoder_spec(self.encoder),
         )
@@ -511,6 +543,7 @@ class GPFRanker:
         model._head = head
         model._options = dict(state["head_options"])
         model._selected = {k: float(v) for k, v in dict(state.get("selected", {})).items()}
+        model._side_names = tuple(str(n) for n in state.get("side_features", []))
         return model
 
     def __repr__(self) -> str:

@@ -1,7 +1,8 @@
 """Validation-selected training of one relevance head: epochs, focal gamma, calibration.
 
-Used by :class:`~probrank.models.gpf_ranker.GPFRanker` and by the GPF protocol (this is the
-home of what ``probrank.experiments.gpf_selection`` held).
+Used by :class:`~probrank.models.gpf_ranker.GPFRanker`, by the GPF protocols
+(:mod:`probrank.experiments.gpf`) and by the demo: the one implementation of the head grid and
+its validation selection.
 
 For one head and seed, every training setting (each focal ``gamma`` of the grid for GPF, one
 setting for the others) is trained once to the largest epoch count of the grid; at each epoch of

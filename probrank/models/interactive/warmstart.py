@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -30,6 +31,7 @@ import torch
 from torch import Tensor
 
 import probrank.models.interactive.warmstart_cache as warmstart_cache
+from probrank._progress import progress_bar
 from probrank.exceptions import InputDataError
 from probrank.inference.swag import SWAGCollector, SWAGPosterior
 from probrank.nn.siamese import (
@@ -50,6 +52,8 @@ __all__ = [
     "train_warm_start",
     "warm_start_identity",
 ]
+
+logger = logging.getLogger(__name__)
 
 WARM_START_FORMAT = warmstart_cache.WARM_START_FORMAT
 WARM_START_VERSION = warmstart_cache.WARM_START_VERSION
@@ -290,18 +294,36 @@ def train_warm_start(
     cached = warmstart_cache.load_entry(
         cache_dir, key, identity, lambda payload: warm_start_from_payload(payload, width, options)
     )
-    warm = cached or WarmStart(*_fit_net(train_x, train_pairs, val_x, val_pairs, options, seed))
-    changed = cached is None
-    if swag and warm.swag is None:
-        warm.swag = _collect_swag(warm.net, train_x, train_pairs, options, seed)
-        changed = True
-    if ensemble and len(warm.members) < options.ensemble_size:
-        for k in range(len(warm.members), options.ensemble_size):
-            member, _, _ = _train_one(
-                train_x, train_pairs, val_x, val_pairs, options, seed * 1000 + k
-            )
-            warm.members.append(member)
-        changed = True
+    if cached is not None:
+        logger.debug("warm start of seed %d: from the cache (%s)", seed, key)
+    else:
+        logger.debug("warm start of seed %d: training (%d pairs)", seed, train_pairs.shape[0])
+    have = len(cached.members) if cached is not None else 1
+    todo = (
+        (cached is None)
+        + (swag and (cached is None or cached.swag is None))
+        + (max(0, options.ensemble_size - have) if ensemble else 0)
+    )
+    # a bar over the networks still to train (shown once training takes more than 2 s)
+    bar = progress_bar(
+        total=todo, desc=f"warm start (seed {seed})", unit="net", delay=2.0, leave=False
+    )
+    with bar:
+        warm = cached or WarmStart(*_fit_net(train_x, train_pairs, val_x, val_pairs, options, seed))
+        changed = cached is None
+        bar.update(int(changed))
+        if swag and warm.swag is None:
+            warm.swag = _collect_swag(warm.net, train_x, train_pairs, options, seed)
+            changed = True
+            bar.update()
+        if ensemble and len(warm.members) < options.ensemble_size:
+            for k in range(len(warm.members), options.ensemble_size):
+                member, _, _ = _train_one(
+                    train_x, train_pairs, val_x, val_pairs, options, seed * 1000 + k
+                )
+                warm.members.append(member)
+                bar.update()
+            changed = True
     if changed:
         warmstart_cache.save_entry(cache_dir, key, identity, warm_start_payload(warm))
     return warm

@@ -5,10 +5,13 @@
   :class:`MultiTaskSettings`;
 * :mod:`~probrank.models.multitask.network`: the Pyro model (:class:`MultiTaskNet`), its data
   (:class:`MultiTaskData`), :func:`fit_multitask` and :func:`predict_multitask`;
+* :mod:`~probrank.models.multitask.selection`: the choice of lambda, the P(keep) threshold and
+  the keep-top rule on validation (shared by :class:`MultiTaskRanker` and the MEDIQA protocol);
 * :mod:`~probrank.models.multitask.features`: encoder and list-context answer features;
 * :mod:`~probrank.models.multitask.mediqa_features` and
   :mod:`~probrank.models.multitask.entailment`: the MEDIQA protocol's richer features
-  (metadata, question entailment); imported on first use (they need scikit-learn and bm25s).
+  (metadata, question entailment); imported on first use (they need scikit-learn, and the
+  entailment's BM25 the ``mediqa`` extra).
 """
 
 from __future__ import annotations
@@ -35,10 +38,15 @@ if TYPE_CHECKING:
         answer_domain,
     )
     from probrank.models.multitask.model import (
-        KeepTop,
         MultiTaskRanker,
         MultiTaskSettings,
         RankedAnswers,
+    )
+    from probrank.models.multitask.selection import (
+        KeepTop,
+        MultiTaskChoice,
+        keep_labels,
+        select_multitask,
     )
 
 __all__ = [
@@ -50,6 +58,7 @@ __all__ = [
     "FeatureSet",
     "KeepTop",
     "MediqaFeaturizer",
+    "MultiTaskChoice",
     "MultiTaskData",
     "MultiTaskNet",
     "MultiTaskRanker",
@@ -57,7 +66,9 @@ __all__ = [
     "RankedAnswers",
     "answer_domain",
     "fit_multitask",
+    "keep_labels",
     "predict_multitask",
+    "select_multitask",
 ]
 
 _LAZY = {
@@ -69,7 +80,10 @@ _LAZY = {
     "FeatureSet": "mediqa_features",
     "MediqaFeaturizer": "mediqa_features",
     "answer_domain": "mediqa_features",
-    "KeepTop": "model",
+    "KeepTop": "selection",
+    "MultiTaskChoice": "selection",
+    "keep_labels": "selection",
+    "select_multitask": "selection",
     "MultiTaskRanker": "model",
     "MultiTaskSettings": "model",
     "RankedAnswers": "model",

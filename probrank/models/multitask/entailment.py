@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-import bm25s
 import numpy as np
 import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, log_loss
 
+from probrank._extras import require
 from probrank.data.datasets.medquad import MedQuADPair
 from probrank.data.datasets.rqe import RQEPair
 from probrank.encoders.transformer import TransformerEncoder, interaction_features
@@ -145,6 +146,7 @@ class EntailedQuestionFinder:
         self.first_stage = first_stage
         self.top_n = top_n
         self.threshold = threshold
+        bm25s = _bm25s()
         tokens = bm25s.tokenize(
             [p.question for p in self.collection], stopwords="en", show_progress=False
         )
@@ -156,6 +158,7 @@ class EntailedQuestionFinder:
         if not questions:
             return []
         k = min(self.first_stage, len(self.collection))
+        bm25s = _bm25s()
         tokens = bm25s.tokenize(list(questions), stopwords="en", show_progress=False)
         ids, scores = self.index.retrieve(tokens, k=k, show_progress=False)
         chqs = [q for q in questions for _ in range(k)]
@@ -173,3 +176,8 @@ class EntailedQuestionFinder:
             ]
             found.append(kept[: self.top_n])
         return found
+
+
+def _bm25s() -> Any:
+    """The ``bm25s`` module (the ``mediqa`` extra)."""
+    return require("bm25s", extra="mediqa", purpose="the MEDIQA entailment features (BM25)")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from probrank.data.candidates import CandidateList, pair_texts
+from probrank.data.candidates import CandidateList, pair_texts, side_features
 from probrank.encoders.transformer import TransformerEncoder
 from probrank.exceptions import InputDataError
 
@@ -121,12 +121,17 @@ class AnswerFeaturizer:
         self.std: Tensor | None = None
 
     def raw(self, lists: Sequence[CandidateList]) -> tuple[Tensor, list[str]]:
-        """Unstandardised `n x d` float64 features and their names."""
+        """Unstandardised `n x d` float64 features and their names (the lists' side features,
+        e.g. a first-stage score, last)."""
         block, _, cosine, names = encoder_features(self.encoder, lists)
-        if not self.list_context:
-            return block, names
-        context, context_names = list_context_features(lists, {"qa_cos": cosine})
-        return torch.cat([block, context], dim=1), names + context_names
+        if self.list_context:
+            context, context_names = list_context_features(lists, {"qa_cos": cosine})
+            block, names = torch.cat([block, context], dim=1), names + context_names
+        rows, side_names = side_features(lists)
+        if rows:
+            side = torch.tensor(rows, dtype=torch.float64)
+            block, names = torch.cat([block, side], dim=1), names + list(side_names)
+        return block, names
 
     def fit(self, lists: Sequence[CandidateList]) -> AnswerFeaturizer:
         """Learn the standardisation from training lists."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any, cast
 
 import numpy as np
@@ -46,30 +45,17 @@ from probrank.models._settings import (
     settings_to_json,
 )
 from probrank.models.multitask.features import AnswerFeatures, AnswerFeaturizer
-from probrank.models.multitask.network import (
-    MultiTaskData,
-    MultiTaskNet,
-    fit_multitask,
-    predict_multitask,
+from probrank.models.multitask.network import MultiTaskData, MultiTaskNet, predict_multitask
+from probrank.models.multitask.selection import (
+    DEFAULT_THRESHOLDS,
+    KeepTop,
+    keep_labels,
+    select_multitask,
 )
 from probrank.nn.heads import POINT_MASS_VARIANCE
 from probrank.nn.mvn import low_rank_mvn
 
 __all__ = ["DEFAULT_THRESHOLDS", "KeepTop", "MultiTaskRanker", "MultiTaskSettings", "RankedAnswers"]
-
-DEFAULT_THRESHOLDS = tuple(float(t) for t in np.round(np.linspace(0.1, 0.9, 33), 3))
-"""P(keep) thresholds tried on validation (the protocol's grid)."""
-
-
-class KeepTop(str, Enum):
-    """Whether each list's top-ranked answer is always kept."""
-
-    CHOOSE = "choose"
-    """Chosen on validation together with lambda and the threshold (the protocol's)."""
-    ALWAYS = "always"
-    """Always keep the top-ranked answer (every query has a correct answer)."""
-    NEVER = "never"
-    """Keep exactly the answers above the threshold."""
 
 
 @dataclass(frozen=True)
@@ -169,15 +155,6 @@ class RankedAnswers:
         return tuple(c for c, k in zip(self.candidate_ids, self.keep, strict=True) if k)
 
 
-def _labels(groups: list[list[int]], scores: np.ndarray, p: np.ndarray, threshold: float,
-            keep_top: bool) -> np.ndarray:  # fmt: skip
-    labels = (p > threshold).astype(int)
-    if keep_top:
-        for group in groups:
-            labels[max(group, key=lambda i: scores[i])] = 1
-    return labels
-
-
 def _accuracy_mrr(
     data: AnswerFeatures, scores: np.ndarray, predicted: np.ndarray
 ) -> tuple[float, float]:
@@ -257,44 +234,32 @@ class MultiTaskRanker:
         train, val = split_lists(train_lists, validation_lists, s.validation_fraction, seed=seed)
         featurizer = AnswerFeaturizer(self.encoder, list_context=s.list_context).fit(train)
         train_x, val_x = featurizer.transform(train), featurizer.transform(val)
-        best: tuple[tuple[float, float], dict[str, Any], MultiTaskNet] | None = None
-        keep_options = {
-            KeepTop.CHOOSE: (False, True), KeepTop.ALWAYS: (True,), KeepTop.NEVER: (False,),
-        }[s.keep_top]  # fmt: skip
-        for weight in s.ranking_weights:
-            net = self._new_net(train_x.features.shape[1], weight, seed)
-            best_epoch = fit_multitask(
-                net,
-                _as_data(train_x),
-                _as_data(val_x),
-                lr=s.lr,
-                weight_decay=s.weight_decay,
-                max_epochs=s.max_epochs,
-                patience=s.patience,
-                seed=seed,
-                progress=s.progress,
-            )
-            probs, mean, _ = predict_multitask(
-                net, val_x.features, num_samples=s.posterior_samples, seed=seed
-            )
-            scores, p = mean.numpy(), probs.numpy()
-            for threshold in s.thresholds:
-                for keep_top in keep_options:
-                    labels = _labels(val_x.groups, scores, p, threshold, keep_top)
-                    key = _accuracy_mrr(val_x, scores, labels)
-                    if best is None or key > best[0]:
-                        choice = {
-                            "ranking_weight": weight,
-                            "threshold": threshold,
-                            "keep_top": keep_top,
-                            "validation_accuracy": key[0],
-                            "validation_mrr": key[1],
-                            "best_epoch": best_epoch,
-                        }
-                        best = (key, choice, net)
-        if best is None:  # unreachable: the grids are non-empty
-            raise InputDataError("nothing to choose from")
-        self._featurizer, self._choice, self._net = featurizer, {**best[1], "seed": seed}, best[2]
+        chosen = select_multitask(
+            lambda weight: self._new_net(train_x.features.shape[1], weight, seed),
+            _as_data(train_x),
+            _as_data(val_x),
+            val_x.groups,
+            lambda scores, labels: _accuracy_mrr(val_x, scores, labels),
+            ranking_weights=s.ranking_weights,
+            thresholds=s.thresholds,
+            keep_top=s.keep_top,
+            lr=s.lr,
+            weight_decay=s.weight_decay,
+            max_epochs=s.max_epochs,
+            patience=s.patience,
+            num_samples=s.posterior_samples,
+            seed=seed,
+            progress=s.progress,
+        )
+        choice = {
+            "ranking_weight": chosen.ranking_weight,
+            "threshold": chosen.threshold,
+            "keep_top": chosen.keep_top,
+            "validation_accuracy": chosen.validation_accuracy,
+            "validation_mrr": chosen.validation_mrr,
+            "best_epoch": chosen.best_epoch,
+        }
+        self._featurizer, self._choice, self._net = featurizer, {**choice, "seed": seed}, chosen.net
         return self
 
     def _new_net(self, in_features: int, ranking_weight: float, seed: int) -> MultiTaskNet:
@@ -367,7 +332,7 @@ class MultiTaskRanker:
             groups.append(list(range(start, start + len(item))))
             start += len(item)
         p, scores = probs.numpy(), mean.numpy()
-        labels = _labels(
+        labels = keep_labels(
             groups, scores, p, float(self._choice["threshold"]), bool(self._choice["keep_top"])
         )
         out = []

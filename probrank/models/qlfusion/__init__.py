@@ -6,9 +6,22 @@
   (:func:`list_features`, :func:`relevant_counts`) and vectorised training
   (:func:`train_quantifier`);
 * :mod:`~probrank.models.qlfusion.plus_features`: the richer judgement-free inputs of the
-  ``qlfusion_plus`` extension.
+  ``qlfusion_plus`` extension;
+* :mod:`~probrank.models.qlfusion.variants`: the quantifier variants (the paper's Tables 1 and 2
+  and the extensions), their training settings and their predictions for many members at once;
+* :mod:`~probrank.models.qlfusion.cross_fit`: cross-fitted weights (every topic weighted by
+  quantifiers that never saw its judgements), used by the ``qlfusion_cv`` protocol and
+  ``probrank fuse``.
 """
 
+from probrank.models.qlfusion.cross_fit import (
+    CVData,
+    cross_validated_predictions,
+    cross_validated_weights,
+    make_folds,
+    prepare_cv,
+    weights_from_predictions,
+)
 from probrank.models.qlfusion.model import (
     ProportionPosterior,
     QLFusion,
@@ -30,21 +43,43 @@ from probrank.models.qlfusion.plus_features import (
     plus_features,
     standardize,
 )
+from probrank.models.qlfusion.variants import (
+    DEFAULT_SETTINGS,
+    PAPER_VARIANTS,
+    VARIANTS,
+    LearnedFusion,
+    QuantifierSettings,
+    Variant,
+    member_predictions,
+)
 
 __all__ = [
+    "DEFAULT_SETTINGS",
     "OVERLAP_CUTS",
+    "PAPER_VARIANTS",
+    "VARIANTS",
+    "CVData",
+    "LearnedFusion",
     "ProportionPosterior",
     "QLFusion",
     "QLFusionNet",
     "QLFusionSettings",
     "QuantifierLoss",
+    "QuantifierSettings",
     "RowGroups",
     "TrainedQuantifier",
+    "Variant",
     "WeightRule",
+    "cross_validated_predictions",
+    "cross_validated_weights",
     "list_features",
+    "make_folds",
+    "member_predictions",
     "plus_feature_names",
     "plus_features",
+    "prepare_cv",
     "relevant_counts",
     "standardize",
     "train_quantifier",
+    "weights_from_predictions",
 ]

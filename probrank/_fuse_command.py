@@ -1,0 +1,232 @@
+"""``probrank fuse``: fuse run files, write the fused run, return its measures.
+
+A helper of :mod:`probrank.cli` (not a protocol: it reads files, calls the fusion verbs and the
+QLFusion model's cross-fitting, writes one run). Unsupervised methods
+(:class:`~probrank.fusion.FusionMethod`, except those that need weights) fuse every
+topic directly. The learned methods (:class:`~probrank.models.qlfusion.variants.LearnedFusion`:
+``qlfusion``, the paper's, and ``qlfusion_plus``, the extension with judgement-free list
+descriptors) cross-fit over ``folds`` folds of topics
+(:mod:`probrank.models.qlfusion.cross_fit`) with the settings of ``models/qlfusion/*.toml`` and
+fuse each topic with the quantifiers of the fold that held it out; they need judgements to
+train, so topics absent from the qrels are left out of their output. The fusion methods
+trained on judgements (:class:`~probrank.fusion.LearnedMethod`: ProbFuse, SegFuse, SlideFuse,
+PosFuse, BayesFuse, MAPFuse, and ``wsum``, ``wmnz``, ``wrrf`` whose weights are searched by
+``optimiser`` within ``budget`` evaluations) are cross-validated over the same folds
+(:func:`~probrank.fusion.cross_validate`), with the same rule for topics. :func:`fuse_methods`
+is the one list of ``--method`` choices.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from probrank._files import check_output_path
+from probrank._progress import progress_bar
+from probrank._threads import torch_threads
+from probrank.data._io import read_text
+from probrank.data.trec import Qrels, Run
+from probrank.evaluation.measures import evaluate
+from probrank.evaluation.selection import top_runs as select_top_runs
+from probrank.exceptions import InputDataError
+from probrank.fusion.crossval import cross_validate
+from probrank.fusion.fuse import NEEDS_WEIGHTS, FusionMethod, fuse
+from probrank.fusion.learned import FuserOptions, LearnedMethod, make_fuser
+from probrank.fusion.normalize import ScoreOverflowError, normalize_lists, top_documents
+from probrank.fusion.optimize import DEFAULT_BUDGET, Optimiser
+from probrank.models.qlfusion.cross_fit import cross_validated_weights, prepare_cv
+from probrank.models.qlfusion.variants import (
+    DEFAULT_SETTINGS,
+    VARIANTS,
+    Inputs,
+    LearnedFusion,
+    QuantifierSettings,
+)
+
+__all__ = ["FUSED_MEASURES", "fuse_command", "fuse_methods"]
+
+logger = logging.getLogger(__name__)
+
+FUSED_MEASURES = (
+    "P@5", "R@5", "nDCG@5", "P@10", "R@10", "nDCG@10", "P@20", "R@20", "nDCG@20", "AP",
+)  # fmt: skip
+
+_OWN_NORMALISATIONS = {
+    FusionMethod.RRF.value: (),
+    FusionMethod.META.value: ("minmax",),
+    **{m.value: () for m in LearnedMethod if m.value not in ("segfuse", "wsum", "wmnz")},
+}
+"""Normalisations a method applies instead of ``norm`` (the others apply ``norm``; the
+learned methods also describe each list by its min-max scores)."""
+
+
+def fuse_methods() -> tuple[str, ...]:
+    """The ``--method`` choices: every :class:`~probrank.fusion.FusionMethod` that runs without
+    weights (not in :data:`~probrank.fusion.fuse.NEEDS_WEIGHTS`), then every
+    :class:`~probrank.models.qlfusion.variants.LearnedFusion`, then every
+    :class:`~probrank.fusion.LearnedMethod`."""
+    unsupervised = [m.value for m in FusionMethod if m not in NEEDS_WEIGHTS]
+    return (*unsupervised, *(m.value for m in LearnedFusion), *(m.value for m in LearnedMethod))
+
+
+def fuse_command(
+    qrels_path: str | os.PathLike[str],
+    run_paths: Sequence[str | os.PathLike[str]],
+    *,
+    method: str = "combsum",
+    norm: str = "minmax",
+    depth: int = 100,
+    top_runs: int | None = None,
+    folds: int = 10,
+    seed: int = 0,
+    output: str | os.PathLike[str],
+    progress: bool = True,
+    settings: QuantifierSettings | None = None,
+    on_duplicate: str = "error",
+    optimiser: str = Optimiser.BOTORCH.value,
+    budget: int = DEFAULT_BUDGET,
+) -> dict[str, float]:
+    """Fuse runs, write the result atomically to ``output`` and evaluate it.
+
+    Args:
+        qrels_path: TREC qrels (for ``top_runs``, learned methods and the returned measures).
+        run_paths: TREC run files.
+        method: One of :func:`fuse_methods`: ``combsum``, ``combmnz``, ``combmax``, ``rrf``,
+            ``meta``, ``qlfusion`` or ``qlfusion_plus`` (the extension with judgement-free list
+            descriptors).
+        norm: Score normalisation for score-based methods.
+        depth: Documents per list used for fusion.
+        top_runs: Fuse only the runs with the highest MAP (None: all).
+        folds: Cross-validation folds for learned methods.
+        seed: Seeds learned methods.
+        output: Path of the fused run.
+        progress: Show progress bars while training.
+        settings: Quantifier training settings; default
+            :data:`~probrank.models.qlfusion.variants.DEFAULT_SETTINGS`, the settings of
+            ``models/qlfusion/*.toml`` (a test keeps them equal).
+        on_duplicate: A document listed twice for a topic in a run file: ``"error"`` (the
+            default: such a file is malformed), ``"max"`` (keep the higher score) or
+            ``"first"``; see :meth:`probrank.data.Run.read`.
+        optimiser: Weight search of ``wsum``, ``wmnz`` and ``wrrf`` on each fold's training
+            topics: ``"botorch"`` (Bayesian optimisation) or ``"grid"`` (step 0.1).
+        budget: Objective evaluations per fold of ``"botorch"``.
+
+    Returns:
+        ``{measure: value}``: P, R and nDCG at 5, 10 and 20, and AP of the fused run.
+
+    Raises:
+        InputDataError: unreadable inputs, bad options, an output that cannot be written, or
+            scores so far apart that normalising them overflows (naming the run file and line);
+            all before any fusion or training.
+    """
+    if method not in fuse_methods():
+        choices = ", ".join(repr(m) for m in fuse_methods())
+        raise InputDataError(f"method must be one of {choices}, got {method!r}")
+    learned = method in {m.value for m in LearnedFusion}
+    trained = method in {m.value for m in LearnedMethod}
+    options = FuserOptions(depth=depth, norm=norm, optimiser=optimiser, budget=budget, seed=seed)
+    if trained:
+        make_fuser(method, options)  # bad options fail now, before any file is read
+    if not run_paths:
+        raise InputDataError("give at least one run file")
+    check_output_path(output)  # now, not after the training
+    qrels = Qrels.read(qrels_path)
+    runs = [Run.read(p, on_duplicate=on_duplicate) for p in run_paths]
+    names = [r.name for r in runs]
+    if len(set(names)) != len(names):
+        raise InputDataError(f"run names must be distinct, got {names}")
+    paths = {run.name: Path(path) for run, path in zip(runs, run_paths, strict=True)}
+    if top_runs is not None:
+        runs = select_top_runs(qrels, runs, top_runs, "AP")
+    norms = _OWN_NORMALISATIONS.get(method, (norm, "minmax") if learned else (norm,))
+    for run in runs:
+        _check_normalisable(run, paths[run.name], norms, depth)
+        if learned and VARIANTS[method].inputs is Inputs.PLUS:
+            _check_float32(run, paths[run.name], depth)
+    if learned:
+        plus = VARIANTS[method].inputs is Inputs.PLUS
+        data = prepare_cv(runs, qrels, folds=folds, depth=depth, fold_seed=seed, plus=plus)
+        with torch_threads(1):
+            weights, _ = cross_validated_weights(
+                data,
+                seed=seed,
+                settings=settings or DEFAULT_SETTINGS,
+                variants=[method],
+                progress=progress,
+            )
+        judged = [run.restrict(data.topics) for run in runs]  # topics without qrels are dropped
+        fused = fuse(
+            judged,
+            FusionMethod.WEIGHTED,
+            norm=norm,
+            depth=depth,
+            weights=weights[method],
+            name=method,
+        )
+    elif trained:
+        with (
+            torch_threads(1),
+            progress_bar(total=folds, desc=f"{method} folds", disable=not progress) as bar,
+        ):
+
+            def advance(_fold: int) -> None:
+                bar.update(1)
+
+            fused = cross_validate(
+                runs,
+                qrels,
+                lambda: make_fuser(method, options),
+                folds=folds,
+                seed=seed,
+                name=method,
+                progress=advance,
+            ).fused
+    else:
+        fused = fuse(runs, method, norm=norm, depth=depth, seed=seed, name=method)
+    fused.write(output)
+    logger.info("%s: %s of %d runs, %d topics", output, method, len(runs), len(fused))
+    return evaluate(qrels, fused, list(FUSED_MEASURES))
+
+
+def _check_normalisable(run: Run, path: Path, norms: Sequence[str], depth: int) -> None:
+    """Raise, naming ``path`` and the line, if a normalisation of ``run`` overflows."""
+    for norm in norms:
+        try:
+            normalize_lists(run.as_dict(), norm, depth)
+        except ScoreOverflowError as exc:
+            line = _line_of(path, exc.query, exc.document, exc.score)
+            raise InputDataError(exc.reason, path=path, line=line) from None
+
+
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _check_float32(run: Run, path: Path, depth: int) -> None:
+    """Raise, naming ``path`` and the line, if a top-``depth`` score is beyond the float32 range
+    of ``qlfusion_plus``'s list descriptors (the top, bottom and mean raw scores)."""
+    for qid, docs in run.as_dict().items():
+        for doc, score in top_documents(docs, depth):
+            if abs(score) > _FLOAT32_MAX:
+                raise InputDataError(
+                    f"score {score!r} of document {doc!r} for query {qid!r} is beyond the "
+                    "float32 range (3.4e38) of qlfusion_plus's list descriptors",
+                    path=path,
+                    line=_line_of(path, qid, doc, score),
+                )
+
+
+def _line_of(path: Path, query: str, document: str, score: float) -> int | None:
+    """1-based line of ``path`` that gives ``document`` of ``query`` the score ``score``
+    (the first such line, as the reader's duplicate check counts lines)."""
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
+        fields = line.split()
+        if (
+            len(fields) >= 6
+            and fields[0] == query
+            and fields[2] == document
+            and float(fields[4]) == score
+        ):
+            return number
+    return None

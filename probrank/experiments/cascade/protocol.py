@@ -1,0 +1,312 @@
+"""The ``cascade`` protocol: BM25 over a whole collection, a Bayesian reranker fitted by k-fold
+cross-validation over topics, and risk-aware ranking, each stage evaluated.
+
+Per seed ``s`` (``probrank experiment CONFIG --seeds N``):
+
+1. BM25 (bm25s; :mod:`probrank.retrieval.bm25`) retrieves ``k`` documents per topic from the
+   whole collection; the index is saved under ``index_dir`` and reused while the collection
+   and the BM25 settings are unchanged.
+2. Every document of the collection is encoded once (progress bar; the encoder's disk cache,
+   so a second run encodes nothing).
+3. :func:`probrank.retrieval.cascade.run_cascade`: each topic's top ``depth`` documents are
+   rescored by the second stage (``gpf``: :class:`~probrank.models.GPFRanker` over the
+   encoder's features plus the BM25 score features; ``multitask``:
+   :class:`~probrank.models.MultiTaskRanker`) fitted on the other folds' topics (fold split
+   and models seeded by ``s``), ranked by posterior mean P(relevant) (``rerank``) and by the
+   risk-aware criterion (``risk``).
+4. Measures per stage over the topics with at least one relevant document: ``nDCG@10``,
+   ``AP`` and ``P@10`` (trec_eval 10, :func:`probrank.evaluation.evaluate`, on the full runs);
+   ``ECE`` (10 bins, top-label) of P(relevant) of the reranked candidates, every one predicted
+   by a model that never saw its topic; ``ERCE``
+   (:mod:`probrank.evaluation.ranking_calibration`) over their pairs. BM25's P(relevant) is
+   a logistic calibration of its score features fitted on the training folds (the same
+   folds); its order probabilities are those of its fixed scores (0, 0.5 or 1). The risk
+   run ranks by another function of the same posterior, so its ECE and ERCE are the rerank
+   stage's.
+
+With a run folder (``--out DIR``) the three runs of seed 0 are written there as
+``bm25.run``, ``rerank.run`` and ``risk.run`` beside the results JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from probrank.data.candidates import CandidateList
+from probrank.data.trec import Qrels, Run
+from probrank.evaluation.calibration import expected_calibration_error
+from probrank.evaluation.measures import evaluate
+from probrank.evaluation.ranking_calibration import (
+    expected_ranking_calibration_error,
+    gaussian_order_probabilities,
+    score_order_probabilities,
+)
+from probrank.experiments.cascade.collections import TestCollection, load_collection
+from probrank.experiments.results import ExperimentResult
+from probrank.retrieval.analysis import Analyzer
+from probrank.retrieval.bm25 import BM25Settings, open_or_build
+from probrank.retrieval.cascade import CascadeResult, CascadeSettings, run_cascade
+
+__all__ = ["MEASURES", "STAGES", "run"]
+
+STAGES = ("bm25", "rerank", "risk")
+"""The stages, in table order (and the names of their run files)."""
+
+MEASURES = ("nDCG@10", "AP", "P@10", "ECE", "ERCE")
+"""The measures reported per stage."""
+
+_RANKING_MEASURES = ("nDCG@10", "AP", "P@10")
+
+
+def _first_stage_settings(table: dict[str, Any]) -> BM25Settings:
+    analyzer = Analyzer(
+        stopwords=table.get("stopwords", "english_plus"), stemmer=table.get("stemmer", "porter")
+    )
+    return BM25Settings(
+        k1=float(table.get("k1", 1.2)),
+        b=float(table.get("b", 0.75)),
+        method=table.get("method", "robertson"),
+        analyzer=analyzer,
+    )
+
+
+def _index_dir(table: dict[str, Any], name: str, config_path: Path) -> Path | None:
+    from probrank.encoders.cache import resolve_cache_dir
+
+    configured = table.get("index_dir", f".probrank-cache/bm25/{name}")
+    return resolve_cache_dir(configured, config_path)
+
+
+def _make_reranker(second: dict[str, Any], encoder: Any, seed: int, smoke: bool) -> Any:
+    from probrank.models.gpf_ranker.model import GPFRankerSettings
+    from probrank.models.multitask.model import MultiTaskSettings
+    from probrank.models.rerankers import GPFReranker, MultiTaskReranker
+
+    kind = second.get("model", "gpf")
+    options = dict(second.get(kind, {}))
+    for key in ("gammas", "epochs", "ranking_weights"):
+        if key in options:
+            options[key] = tuple(options[key])
+    if kind == "gpf":
+        if smoke:
+            options.update(epochs=(1,), gammas=(2.0,), num_features=64, hidden=32)
+        settings = GPFRankerSettings(**options, seed=seed)
+        return lambda: GPFReranker(settings, encoder)
+    if smoke:
+        options.update(max_epochs=5, patience=2, hidden=8, posterior_samples=20)
+    options.setdefault("progress", False)
+    multitask = MultiTaskSettings(**options, seed=seed)
+    return lambda: MultiTaskReranker(multitask, encoder)
+
+
+def _bm25_probabilities(
+    lists: Sequence[CandidateList], folds: list[list[str]], seed: int
+) -> np.ndarray:
+    """Held-out P(relevant) of BM25: a logistic regression on the first-stage features of
+    each candidate, fitted on the other folds' topics."""
+    from sklearn.linear_model import LogisticRegression
+
+    where = {qid: f for f, topics in enumerate(folds) for qid in topics}
+    rows = [np.asarray(item.features, dtype=np.float64) for item in lists]
+    labels = [np.asarray(item.labels, dtype=np.int64) for item in lists]
+    out = [np.zeros(len(item)) for item in lists]
+    for f in range(len(folds)):
+        train = [i for i, item in enumerate(lists) if where[item.qid] != f]
+        test = [i for i, item in enumerate(lists) if where[item.qid] == f]
+        x = np.concatenate([rows[i] for i in train])
+        y = np.concatenate([labels[i] for i in train])
+        mean, std = x.mean(0), x.std(0) + 1e-12
+        if y.min() == y.max():  # one class only: its rate
+            for i in test:
+                out[i][:] = float(y[0])
+            continue
+        model = LogisticRegression(C=1.0, max_iter=1000, random_state=seed)
+        model.fit((x - mean) / std, y)
+        for i in test:
+            out[i] = model.predict_proba((rows[i] - mean) / std)[:, 1]
+    return np.concatenate(out)
+
+
+def _stage_measures(
+    result: CascadeResult, qrels: Qrels, seed: int, n_bins: int
+) -> dict[str, dict[str, float]]:
+    evaluated = Qrels({q: qrels[q] for q in qrels if any(g > 0 for g in qrels[q].values())})
+    labels = np.asarray([y for item in result.lists for y in item.labels], dtype=np.int64)
+    grades = [item.grades for item in result.lists]
+    bm25_p = _bm25_probabilities(result.lists, result.folds, seed)
+    bm25_orders = [
+        score_order_probabilities(torch.tensor([row[0] for row in item.features]))
+        for item in result.lists
+    ]
+    estimate = result.estimate
+    if estimate.covariances:
+        model_orders = [
+            gaussian_order_probabilities(estimate.mean[s : s + len(item)], cov)
+            for item, s, cov in zip(
+                result.lists, _starts(result.lists), estimate.covariances, strict=True
+            )
+        ]
+    else:
+        model_orders = [
+            gaussian_order_probabilities(
+                estimate.mean[s : s + len(item)], estimate.variance[s : s + len(item)]
+            )
+            for item, s in zip(result.lists, _starts(result.lists), strict=True)
+        ]
+    model_ece = expected_calibration_error(estimate.probability, labels, n_bins=n_bins)
+    model_erce = expected_ranking_calibration_error(model_orders, grades, n_bins=n_bins)
+    calibration = {
+        "bm25": (
+            expected_calibration_error(bm25_p, labels, n_bins=n_bins),
+            expected_ranking_calibration_error(bm25_orders, grades, n_bins=n_bins),
+        ),
+        "rerank": (model_ece, model_erce),
+        "risk": (model_ece, model_erce),
+    }
+    runs = {"bm25": result.first_stage, "rerank": result.rerank, "risk": result.risk}
+    out = {}
+    for stage, run in runs.items():
+        values = evaluate(evaluated, run, list(_RANKING_MEASURES))
+        out[stage] = {
+            **{m: float(values[m]) for m in _RANKING_MEASURES},
+            "ECE": float(calibration[stage][0]),
+            "ERCE": float(calibration[stage][1]),
+        }
+    return out
+
+
+def _starts(lists: Sequence[CandidateList]) -> list[int]:
+    starts, offset = [], 0
+    for item in lists:
+        starts.append(offset)
+        offset += len(item)
+    return starts
+
+
+@contextmanager
+def num_threads(threads: int) -> Iterator[None]:
+    """Torch's intra-op threads for a block; the caller's setting is restored after."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _run_folder() -> Path | None:
+    """The run folder of this experiment (``--out``), if one is active."""
+    from probrank.experiments import provenance
+
+    output = provenance._ACTIVE.get()  # set by run_experiment for the protocol's duration
+    return None if output is None else Path(output.directory)
+
+
+def _write_runs(folder: Path, runs: dict[str, Run]) -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for stage, run in runs.items():
+        path = folder / f"{stage}.run"
+        run.write(path)
+        written.append(str(path))
+    return written
+
+
+def _smoke(data: TestCollection) -> TestCollection:
+    judged = [q for q in data.topics if q in data.qrels][:8]
+    qrels = Qrels({q: data.qrels[q] for q in judged})
+    return TestCollection(
+        data.name, data.collection, {q: data.topics[q] for q in judged}, qrels, data.notes
+    )
+
+
+def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
+    """Run the cascade a config describes (see the module docstring)."""
+    from probrank.encoders.config import encoder_from_config
+
+    experiment = config.get("experiment", {})
+    quiet = bool(experiment.get("quiet", False))
+    first = dict(config.get("first_stage", {}))
+    second = dict(config.get("second_stage", {}))
+    ranking = dict(config.get("ranking", {}))
+    n_bins = int(config.get("evaluation", {}).get("n_bins", 10))
+    table = config["collection"]
+    with num_threads(int(experiment.get("threads", 2))):
+        data = load_collection(table["name"], table.get("data_dir"), progress=not quiet)
+        if smoke:
+            data = _smoke(data)
+        bm25_settings = _first_stage_settings(first)
+        index_dir = None if smoke else _index_dir(first, data.name, config_path)
+        index, built = open_or_build(index_dir, data.collection, bm25_settings, progress=not quiet)
+        bm25_run = index.search(data.topics, k=int(first.get("k", 1000)), name="bm25")
+        encoder = encoder_from_config(config.get("encoder"), config_path, show_progress=not quiet)
+        if not smoke:  # the whole collection, once (cached on disk)
+            encoder.encode_texts(data.collection.texts)
+        encoded_collection = encoder.num_encoded
+        depth = int(second.get("depth", 100))
+        values: dict[str, dict[str, list[float]]] = {s: {m: [] for m in MEASURES} for s in STAGES}
+        data_out: dict[str, Any] = {}
+        bar = tqdm(range(seeds), desc="seeds", unit="seed", disable=quiet or seeds == 1)
+        for seed in bar:
+            settings = CascadeSettings(
+                depth=min(depth, 10) if smoke else depth,
+                folds=2 if smoke else int(second.get("folds", 5)),
+                criterion=ranking.get("criterion", "cvar"),
+                risk_aversion=float(ranking.get("risk_aversion", 1.0)),
+                alpha=float(ranking.get("alpha", 0.1)),
+                num_draws=int(ranking.get("num_draws", 1000)),
+                seed=seed,
+            )
+            make = _make_reranker(second, encoder, seed, smoke)
+            result = run_cascade(
+                bm25_run,
+                data.topics,
+                data.collection,
+                data.qrels,
+                make,
+                settings,
+                progress=not quiet,
+            )
+            for stage, measures in _stage_measures(result, data.qrels, seed, n_bins).items():
+                for measure, value in measures.items():
+                    values[stage][measure].append(value)
+            if seed == 0:
+                data_out["folds (seed 0)"] = result.folds
+                folder = _run_folder()
+                if folder is not None and not smoke:
+                    runs = {"bm25": bm25_run, "rerank": result.rerank, "risk": result.risk}
+                    data_out["runs"] = _write_runs(folder, runs)
+    evaluated = sum(1 for q in data.qrels if any(g > 0 for g in data.qrels[q].values()))
+    notes = [
+        *data.notes,
+        f"BM25 (bm25s) {bm25_settings.to_json()}; index "
+        + ("built" if built else f"reused from {index_dir}")
+        + f"; {len(index.docnos)} documents",
+        f"encoder {encoder.path.name} ({encoder.mode.value}, {encoder.pooling.value} pooling, "
+        f"max_length {encoder.max_length}); {encoded_collection} collection texts encoded in "
+        "this run (the rest came from the cache)",
+        f"second stage {second.get('model', 'gpf')} over the top {depth} documents, "
+        f"{second.get('folds', 5)}-fold cross-validation over topics; risk run: "
+        f"{ranking.get('criterion', 'cvar')} (alpha {ranking.get('alpha', 0.1)}, lambda "
+        f"{ranking.get('risk_aversion', 1.0)})",
+        f"ranking measures over the {evaluated} topics with a relevant document; ECE "
+        f"({n_bins} bins, top-label) and ERCE over the reranked candidates, held out",
+    ]
+    title = experiment.get("title", f"cascade: {config_path.stem}")
+    return ExperimentResult(
+        title,
+        values,
+        notes=notes,
+        data=data_out,
+        settings={
+            "first_stage": bm25_settings.to_json(),
+            "second_stage": {"model": second.get("model", "gpf"), "depth": depth},
+        },
+    )

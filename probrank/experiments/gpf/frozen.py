@@ -1,0 +1,218 @@
+"""GPF-BERT / SNGP protocol: five relevance heads on one frozen encoder, in-domain and shift.
+
+A config names the training, validation and test sets (``ubuntu:train``, ``ubuntu:dev``,
+``ubuntu:test``, ``mediqa:train``, ``mediqa:validation``, ``mediqa:test``, ``liveqa:test``),
+the encoder (default: frozen all-MiniLM-L6-v2 in bi-encoder mode, features ``(u, v, u*v, |u-v|)``
+cached on disk; a relative ``cache_dir`` is resolved against the project root) and the heads.
+For every seed and head, the epochs (``[heads] epochs``, overridable per head), GPF's focal
+``gamma`` (``[heads.gpf] gamma``, a value or a list) and the GP heads' mean-field factor
+(``[calibration] mean_field_factors``) are chosen by validation NLL
+(:mod:`probrank.models.gpf_ranker.selection`); with ``[calibration] temperature = true`` (the
+default) every head is also reported as ``<head>+T`` with a validation-fitted temperature.
+On the test set: ranking measures (``R10@1``, ``MAP``, ``MRR``) over candidate lists with at
+least one relevant candidate, and ``accuracy`` (threshold 0.5), ``ECE`` (10 bins, top-label),
+``Brier`` and ``NLL`` over all (query, candidate) pairs. The per-seed values, the selections
+and seed 0's reliability diagrams are written with the run's results
+(:mod:`probrank.experiments.provenance`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from torch import Tensor
+
+from probrank._progress import progress_bar
+from probrank.data.candidates import num_pairs
+from probrank.evaluation.calibration_plots import reliability_figure
+from probrank.exceptions import InputDataError
+from probrank.experiments.gpf.data import load_split, pair_features
+from probrank.experiments.gpf.measures import HEADS, MEASURES, evaluate_head
+from probrank.experiments.results import ExperimentResult
+from probrank.models.gpf_ranker.selection import (
+    GP_HEADS,
+    Family,
+    restore,
+    select,
+    train_checkpoints,
+)
+from probrank.nn.calibration import DEFAULT_MEAN_FIELD_FACTORS
+from probrank.nn.heads import FitOptions
+
+__all__ = ["run", "seed0_panels"]
+
+
+def _head_options(heads: dict[str, Any], name: str) -> dict[str, Any]:
+    common = {k: heads[k] for k in ("hidden", "num_layers", "dropout") if k in heads}
+    own = {k: v for k, v in heads.get(name, {}).items() if k not in _FIT_KEYS}
+    return {**common, **own}
+
+
+_FIT_KEYS = ("epochs", "batch_size", "lr", "weight_decay")
+
+
+def _fit_settings(heads: dict[str, Any], name: str) -> dict[str, Any]:
+    """``[heads]`` training settings, overridden by ``[heads.<name>]``."""
+    merged = {**heads, **heads.get(name, {})}
+    return {k: merged[k] for k in _FIT_KEYS if k in merged}
+
+
+def _gammas(options: dict[str, Any], name: str) -> list[float | None]:
+    if name != "gpf":
+        return [None]
+    from probrank.nn.losses import check_focal_gamma
+
+    value = options.pop("gamma", 2.0)
+    values = value if isinstance(value, list) else [value]
+    return [check_focal_gamma(float(g)) for g in values]
+
+
+def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
+    """Train and evaluate the configured heads over ``seeds`` seeds (see the module doc)."""
+    import torch
+
+    torch.set_num_threads(int(config.get("experiment", {}).get("threads", 2)))
+    data = config.get("data", {})
+    heads_cfg = config.get("heads", {})
+    names = heads_cfg.get("names", list(HEADS))
+    unknown = [n for n in names if n not in HEADS]
+    if unknown:
+        raise InputDataError(
+            f"unknown head {unknown[0]!r}; choose from {', '.join(HEADS)}", path=config_path
+        )
+    measures = config.get("evaluation", {}).get("measures", list(MEASURES))
+    bad = [m for m in measures if m not in MEASURES]
+    if bad:
+        raise InputDataError(
+            f"unknown measure {bad[0]!r}; choose from {', '.join(MEASURES)}", path=config_path
+        )
+    calibration_cfg = config.get("calibration", {})
+    factors = [
+        float(f) for f in calibration_cfg.get("mean_field_factors", DEFAULT_MEAN_FIELD_FACTORS)
+    ]
+    families = [Family.PLAIN]
+    if calibration_cfg.get("temperature", True):
+        families.append(Family.TEMPERATURE)
+    from probrank.encoders.config import encoder_from_config
+
+    loaded = {}
+    for role in ("train", "validation", "test"):  # every file is read before the encoder loads
+        if role not in data:
+            raise InputDataError(f"[data] {role} missing", path=config_path)
+        loaded[role] = load_split(data[role], data, smoke)
+    encoder = encoder_from_config(
+        config.get("encoder"),
+        config_path,
+        show_progress=not config.get("experiment", {}).get("quiet", False),
+    )
+    splits = {}
+    for role, lists in loaded.items():
+        features, labels = pair_features(encoder, lists)
+        splits[role] = (lists, features, labels)
+    mean = splits["train"][1].mean(0)
+    std = splits["train"][1].std(0).clamp_min(1e-6)
+    standard = {role: ((f - mean) / std, y) for role, (_, f, y) in splits.items()}
+    x_train, y_train = standard["train"]
+    x_val, y_val = standard["validation"]
+    x_test, y_test = standard["test"]
+    rows = [_row(n, f) for n in names for f in families]
+    values: dict[str, dict[str, list[float]]] = {r: {m: [] for m in measures} for r in rows}
+    chosen: dict[str, dict[str, float]] = {}
+    test_probs: dict[str, Tensor] = {}
+    epochs_used: dict[str, list[int]] = {}
+    bar = progress_bar(
+        [(seed, name) for seed in range(seeds) for name in names],
+        desc="heads",
+        unit="head",
+        disable=bool(config.get("experiment", {}).get("quiet", False)),
+    )
+    for seed, name in bar:
+        bar.set_postfix_str(f"seed {seed}, {name}")
+        options = _head_options(heads_cfg, name)
+        if smoke and name in GP_HEADS:
+            options["num_features"] = 64
+        gammas = _gammas(options, name)
+        if smoke:
+            gammas = gammas[:1]
+        grid = [{**options, "seed": seed, **({} if g is None else {"gamma": g})} for g in gammas]
+        settings = _fit_settings(heads_cfg, name)
+        epochs_grid = [1] if smoke else [int(e) for e in settings.pop("epochs", [5, 15])]
+        epochs_used[name] = epochs_grid
+        checkpoints = train_checkpoints(
+            name,
+            x_train.shape[1],
+            grid,
+            (x_train, y_train),
+            x_val,
+            epochs_grid,
+            FitOptions(seed=seed, **settings),
+        )
+        for family in families:
+            selection = select(name, checkpoints, y_val, family, factors)
+            row = _row(name, family)
+            chosen[f"{row} (seed {seed})"] = selection.settings
+            head = restore(name, x_train.shape[1], selection)
+            probs = head.predict_proba(x_test).detach().double()
+            scores = evaluate_head(probs, y_test.double(), splits["test"][0], measures)
+            for measure, value in scores.items():
+                values[row][measure].append(value)
+            if seed == 0:
+                test_probs[row] = probs
+    notes = [
+        f"train {data['train']}: {len(splits['train'][0])} lists, {num_pairs(splits['train'][0])} "
+        f"pairs; validation {data['validation']}: {len(splits['validation'][0])} lists, "
+        f"{num_pairs(splits['validation'][0])} pairs; test {data['test']}: "
+        f"{len(splits['test'][0])} lists, {num_pairs(splits['test'][0])} pairs",
+        f"encoder {encoder.path.parent.name}/{encoder.path.name} ({encoder.mode.value}, "
+        f"{encoder.pooling.value} pooling, frozen, features {encoder.feature_dim})",
+        "selected per head and seed by validation NLL: epochs from "
+        + "; ".join(f"{n} {e}" for n, e in epochs_used.items())
+        + f"; GPF gamma from {_gammas(_head_options(heads_cfg, 'gpf'), 'gpf')}"
+        + f"; GP mean-field factor lambda from {[round(f, 4) for f in factors]}"
+        + ("; rows '+T' add a validation-fitted temperature" if len(families) > 1 else ""),
+    ]
+    title = config.get("experiment", {}).get("title", f"gpf_ranker: {config_path.stem}")
+    settings = {
+        "heads": {
+            name: {
+                **_head_options(heads_cfg, name),
+                **_fit_settings(heads_cfg, name),
+                "epochs": epochs_used.get(name),
+            }
+            for name in names
+        },
+        "calibration": {"mean_field_factors": factors, "temperature": len(families) > 1},
+        "evaluation": {"measures": list(measures)},
+    }
+    panels = seed0_panels(config_path.stem, test_probs, y_test)
+    return ExperimentResult(
+        title,
+        values,
+        extra={"selected on validation": chosen},
+        notes=notes,
+        figures={"reliability": reliability_figure(panels)} if panels else {},
+        settings=settings,
+    )
+
+
+def _row(name: str, family: Any) -> str:
+    return name if family.value == "plain" else f"{name}+T"
+
+
+def seed0_panels(
+    stem: str, probs: dict[str, Tensor], labels: Tensor
+) -> dict[str, tuple[dict[str, Tensor], Tensor]]:
+    """The reliability panels of seed 0's test probabilities: without and with the
+    validation temperature (rows ``<head>`` and ``<head>+T``); empty panels are left out."""
+    panels = {
+        f"{stem}, seed 0: no temperature": (
+            {n: p for n, p in probs.items() if not n.endswith("+T")},
+            labels,
+        ),
+        f"{stem}, seed 0: + validation temperature": (
+            {n: p for n, p in probs.items() if n.endswith("+T")},
+            labels,
+        ),
+    }
+    return {title: panel for title, panel in panels.items() if panel[0]}

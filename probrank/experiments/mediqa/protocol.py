@@ -1,0 +1,264 @@
+"""MEDIQA 2019 Task 3 protocol: train on both training sets, select on validation, report on
+test with the official metrics (:mod:`probrank.evaluation.mediqa`).
+
+Systems:
+
+* ``chiqa``: CHiQA's order (SystemRank), every answer labelled correct;
+* ``chiqa_topk``: CHiQA's order, its top k answers labelled correct (k by validation accuracy);
+* ``lr_filter``: logistic regression on the joint features (C by validation log-loss),
+  p > 0.5, ranked by p (the paper's feature-engineered filter);
+* ``svm_rank``: pairwise linear SVM ranker (C by validation pairwise accuracy), labels from the
+  LR filter;
+* ``multitask_det`` and ``multitask``: the deterministic and the Bayesian multi-task head
+  (:mod:`probrank.models.multitask`). Per seed, one net per ranking weight lambda is fitted
+  (early stopping on the validation loss); lambda, the P(correct) threshold and whether the
+  top-ranked answer of each question is always kept (every validation question has a correct
+  answer) are chosen together by validation accuracy, ties by validation MRR. Answers are
+  ranked by posterior mean utility.
+
+Data and features: :mod:`probrank.experiments.mediqa.data`. Test noise: the standard deviation
+of each measure over bootstrap resamples of the test questions (seed 0's predictions). The
+per-seed values, the extra tables and a reliability diagram of the test P(correct) are written
+with the run's results (:mod:`probrank.experiments.provenance`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from probrank._files import new_figure
+from probrank._progress import progress_bar
+from probrank.evaluation.calibration_plots import plot_reliability
+from probrank.exceptions import InputDataError
+from probrank.experiments.mediqa.baselines import (
+    chiqa,
+    chiqa_top_k,
+    fit_lr_filter,
+    fit_svm_rank,
+    select_top_k,
+)
+from probrank.experiments.mediqa.data import MediqaData, build_mediqa_data
+from probrank.experiments.mediqa.scoring import MEASURES, MediqaScorer, submission
+from probrank.experiments.results import ExperimentResult
+from probrank.models.multitask.mediqa_features import FeatureSet
+from probrank.models.multitask.network import MultiTaskData, MultiTaskNet
+from probrank.models.multitask.selection import (
+    DEFAULT_THRESHOLDS,
+    KeepTop,
+    MultiTaskChoice,
+    keep_labels,
+)
+from probrank.models.multitask.selection import select_multitask as choose_multitask
+
+__all__ = ["SYSTEMS", "THRESHOLDS", "run", "select_multitask", "submission"]
+
+SYSTEMS = ("chiqa", "chiqa_topk", "lr_filter", "svm_rank", "multitask_det", "multitask")
+"""The systems of the results table, in order."""
+
+THRESHOLDS = DEFAULT_THRESHOLDS
+"""P(correct) thresholds tried on validation."""
+
+
+def _as_data(data: FeatureSet) -> MultiTaskData:
+    return MultiTaskData(
+        data.features, data.labels, MultiTaskData.pairs_from_grades(data.groups, data.grades)
+    )
+
+
+def select_multitask(
+    train: FeatureSet,
+    val: FeatureSet,
+    val_score: MediqaScorer,
+    *,
+    bayesian: bool,
+    weights: Sequence[float],
+    model_cfg: dict[str, Any],
+    seed: int,
+) -> MultiTaskChoice:
+    """The multi-task net of one seed: one per ranking weight, and (weight, threshold, keep-top
+    rule) chosen by validation accuracy, ties by validation MRR, both by MEDIQA's official
+    scorer (:func:`probrank.models.multitask.selection.select_multitask`)."""
+    if not weights:
+        raise InputDataError("[model] ranking_weights must not be empty")
+
+    def new_net(weight: float) -> MultiTaskNet:
+        return MultiTaskNet(
+            train.features.shape[1],
+            hidden=int(model_cfg.get("hidden", 64)),
+            bayesian=bayesian,
+            ranking_weight=weight,
+            dropout=float(model_cfg.get("dropout", 0.1)),
+            skip=bool(model_cfg.get("skip", False)),
+            prior_scale=float(model_cfg.get("prior_scale", 1.0)),
+            seed=seed,
+        ).double()
+
+    def official(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+        got = val_score(scores, labels)
+        return got["accuracy"], got["MRR"]
+
+    return choose_multitask(
+        new_net,
+        _as_data(train),
+        _as_data(val),
+        val.groups,
+        official,
+        ranking_weights=weights,
+        thresholds=THRESHOLDS,
+        keep_top=KeepTop.CHOOSE,
+        lr=float(model_cfg.get("lr", 3e-3)),
+        weight_decay=float(model_cfg.get("weight_decay", 1e-4)),
+        max_epochs=int(model_cfg.get("max_epochs", 300)),
+        patience=int(model_cfg.get("patience", 20)),
+        seed=seed,
+    )
+
+
+def _hindsight(
+    data: FeatureSet,
+    scorer: MediqaScorer,
+    probs: np.ndarray,
+    prediction: tuple[np.ndarray, np.ndarray],
+    keep_top: bool,
+) -> dict[str, float]:
+    """The test accuracy at the best P(correct) threshold in hindsight (with the system's own
+    keep-top rule): how much of an accuracy gap is the threshold's, under label shift."""
+    scores, labels = prediction
+    best = (-1.0, math.nan)
+    for threshold in THRESHOLDS:
+        got = scorer(scores, keep_labels(data.groups, scores, probs, threshold, keep_top))
+        best = max(best, (got["accuracy"], threshold))
+    return {
+        "accuracy": scorer(scores, labels)["accuracy"],
+        "best accuracy": best[0],
+        "at threshold": best[1],
+        "labelled correct": float(np.mean(labels)),
+    }
+
+
+def _reliability(probs: dict[str, np.ndarray], labels: np.ndarray) -> Any:
+    """Seed 0's reliability diagram of the test P(correct) of every system that has one."""
+    figure, ax = new_figure(figsize=(4.5, 4.5))
+    plot_reliability(
+        probs,
+        labels.astype(int),
+        ax=ax,
+        title="MEDIQA test: P(correct), seed 0",
+        xlabel="predicted P(correct)",
+        ylabel="fraction correct",
+    )
+    figure.tight_layout()
+    return figure
+
+
+def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
+    """The MEDIQA protocol; see the module docstring. ``smoke`` uses a few questions."""
+    model_cfg = dict(config.get("model", {}))
+    eval_cfg = config.get("evaluation", {})
+    data: MediqaData = build_mediqa_data(config, smoke=smoke, config_path=config_path)
+    train, val, test = (data.features[s] for s in ("train", "validation", "test"))
+    weights = [float(w) for w in model_cfg.get("ranking_weights", [0.6, 0.75, 0.9])]
+    if smoke:
+        model_cfg.update(max_epochs=20, patience=5)
+        weights = weights[:1]
+    val_score = MediqaScorer(data.lists["validation"], data.keys["validation"])
+    test_score = MediqaScorer(data.lists["test"], data.keys["test"])
+    values: dict[str, dict[str, list[float]]] = {name: {} for name in SYSTEMS}
+    predictions: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    test_probs: dict[str, np.ndarray] = {}
+    chosen: dict[str, dict[str, float]] = {}
+    keep_top = {"lr_filter": False}  # seed 0's keep-top rule per system with P(correct)
+
+    def record(name: str, scores: np.ndarray, labels: np.ndarray) -> None:
+        got = test_score(scores, labels)
+        for m in MEASURES:
+            values[name].setdefault(m, []).append(got[m])
+        predictions.setdefault(name, (scores, labels))
+
+    k = select_top_k(
+        val, val_score, range(1, int(config.get("baselines", {}).get("max_k", 10)) + 1)
+    )
+    chosen["chiqa_topk"] = {"k": float(k)}
+    for seed in progress_bar(range(seeds), desc="seeds", unit="seed"):
+        record("chiqa", *chiqa(test))
+        record("chiqa_topk", *chiqa_top_k(test, k))
+        lr = fit_lr_filter(train, val, seed)
+        p_lr = lr.predict_proba(test.features.numpy())[:, 1]
+        record("lr_filter", p_lr, (p_lr > 0.5).astype(int))
+        test_probs.setdefault("lr_filter", p_lr)
+        chosen[f"lr_filter, seed {seed}"] = {"C": float(lr.C)}
+        svm = fit_svm_rank(train, val, seed)
+        record("svm_rank", svm.decision_function(test.features.numpy()), (p_lr > 0.5).astype(int))
+        for name, bayesian in (("multitask_det", False), ("multitask", True)):
+            choice = select_multitask(
+                train,
+                val,
+                val_score,
+                bayesian=bayesian,
+                weights=weights,
+                model_cfg=model_cfg,
+                seed=seed,
+            )
+            scores, labels, p = choice.predict(test.features, test.groups, seed=seed)
+            record(name, scores, labels)
+            test_probs.setdefault(name, p)
+            keep_top.setdefault(name, choice.keep_top)
+            chosen[f"{name}, seed {seed}"] = {
+                "lambda": choice.ranking_weight,
+                "threshold": choice.threshold,
+                "keep top": float(choice.keep_top),
+            }
+    draws = 50 if smoke else int(eval_cfg.get("bootstrap", 1000))
+    extra: dict[str, dict[str, dict[str, float]]] = {
+        f"Bootstrap sd over test questions ({draws} resamples, seed 0)": {
+            name: test_score.bootstrap_sd(s, lab, draws=draws, seed=0)
+            for name, (s, lab) in predictions.items()
+        },
+        "Chosen on validation": chosen,
+        f"Paired bootstrap over test questions ({draws} resamples, seed 0)": {
+            f"multitask - {other}": test_score.paired_bootstrap(
+                predictions["multitask"], predictions[other], draws=draws, seed=0
+            )
+            for other in ("chiqa", "lr_filter", "multitask_det")
+        },
+        "Hindsight diagnostic, NOT a result (threshold picked on test labels, seed 0)": {
+            name: _hindsight(test, test_score, test_probs[name], predictions[name], keep)
+            for name, keep in keep_top.items()
+        },
+    }
+    if data.rqe_accuracy is not None:
+        extra["RQE classifier (MEDIQA 2019 Task 2 test)"] = {
+            "logistic regression": {
+                "accuracy": data.rqe_accuracy,
+                "C": float(data.rqe_best_c or math.nan),
+            }
+        }
+    settings = {
+        "model": {
+            "hidden": int(model_cfg.get("hidden", 64)),
+            "dropout": float(model_cfg.get("dropout", 0.1)),
+            "skip": bool(model_cfg.get("skip", False)),
+            "prior_scale": float(model_cfg.get("prior_scale", 1.0)),
+            "weight_decay": float(model_cfg.get("weight_decay", 1e-4)),
+            "lr": float(model_cfg.get("lr", 3e-3)),
+            "max_epochs": int(model_cfg.get("max_epochs", 300)),
+            "patience": int(model_cfg.get("patience", 20)),
+            "ranking_weights": weights,
+            "thresholds": list(THRESHOLDS),
+        },
+        "baselines": {"max_k": int(config.get("baselines", {}).get("max_k", 10))},
+        "evaluation": {"bootstrap": draws},
+    }
+    return ExperimentResult(
+        title="MEDIQA 2019 Task 3 test (official metrics; mean ± sd over seeds)",
+        values=values,
+        extra=extra,
+        notes=[*data.notes, f"ranking weights tried: {weights}; seeds: {seeds}"],
+        figures={"reliability": _reliability(test_probs, test.labels.numpy())},
+        settings=settings,
+    )

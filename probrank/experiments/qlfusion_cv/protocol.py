@@ -1,0 +1,158 @@
+"""The ``qlfusion_cv`` protocol: the paper's Tables 1 and 2 by 10-fold cross-validation.
+
+Per fold ``f`` of ``F``: test topics fold ``f``, validation fold ``f + 1`` (mod ``F``), the
+rest train. One quantifier per (fold, input run) predicts the proportion of relevant documents
+in the run's top ``depth`` list of each test topic; hyperparameters (batch size, LR's ridge
+penalty, RF's leaf size) are chosen on the validation fold only. Every topic is fused with the
+quantifiers of the fold that held it out (QLFusion: CombSUM of min-max scores times
+``p_hat``), and the fused run is evaluated once over all topics. CombSUM, CombMNZ and META need
+no training.
+
+The input runs are the ``top_runs`` runs with the highest MAP over all topics (the paper's
+setup; this uses the judgements for run *selection* only, as the paper does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from pathlib import Path
+
+from probrank._progress import progress_bar
+from probrank._threads import torch_threads
+from probrank.evaluation.measures import evaluate
+from probrank.exceptions import InputDataError
+from probrank.experiments.qlfusion_cv.data import load_selected
+from probrank.experiments.results import ExperimentResult
+from probrank.fusion.fuse import FusionMethod, fuse
+from probrank.models.qlfusion.cross_fit import cross_validated_weights
+from probrank.models.qlfusion.variants import (
+    PAPER_VARIANTS,
+    VARIANTS,
+    Inputs,
+    QuantifierSettings,
+)
+
+__all__ = ["DEFAULT_MEASURES", "TABLE_1", "UNSUPERVISED", "run"]
+
+DEFAULT_MEASURES = (
+    "P@5", "R@5", "nDCG@5", "P@10", "R@10", "nDCG@10", "P@20", "R@20", "nDCG@20",
+)  # fmt: skip
+
+UNSUPERVISED = (FusionMethod.COMBSUM, FusionMethod.COMBMNZ, FusionMethod.META)
+"""The unsupervised baselines of Table 1 (they need no training)."""
+
+TABLE_1 = ("combsum", "combmnz", "meta", "qlfusion_lr", "qlfusion_rf", "qlfusion", "qlfusion_det")
+"""The rows of the paper's Table 1, in order (extensions follow them)."""
+
+_TABLE_2 = {
+    ("probabilistic", "proposed loss"): "qlfusion",
+    ("probabilistic", "MSE"): "qlfusion_prob_mse",
+    ("deterministic", "proposed loss"): "qlfusion_det_binomial",
+    ("deterministic", "MSE"): "qlfusion_det",
+}
+
+
+def _strip_name(name: str) -> str:
+    return name[len("input.") :] if name.startswith("input.") else name
+
+
+def run(
+    config: dict, *, config_path: Path, seeds: int = 3, smoke: bool = False, progress: bool = True
+) -> ExperimentResult:
+    """Run the QLFusion cross-validation a config describes (see the module docstring).
+
+    ``[protocol] variants`` lists the quantifier variants (default: every one in
+    :data:`~probrank.models.qlfusion.variants.VARIANTS`); ``[experiment] threads`` sets
+    torch's threads for the run (restored afterwards).
+    """
+    with torch_threads(int(config.get("experiment", {}).get("threads", 1))):
+        return _run(config, config_path=config_path, seeds=seeds, smoke=smoke, progress=progress)
+
+
+def _run(
+    config: dict, *, config_path: Path, seeds: int, smoke: bool, progress: bool
+) -> ExperimentResult:
+    quantifier = dict(config.get("quantifier", {}))
+    if smoke:
+        quantifier.update(config.get("smoke", {}).get("quantifier", {}))
+    settings = QuantifierSettings.from_config(quantifier)
+    protocol_table = dict(config.get("protocol", {}))
+    variants = list(protocol_table.get("variants", VARIANTS))
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        raise InputDataError(f"unknown [protocol] variants {sorted(unknown)}", path=config_path)
+    plus = any(VARIANTS[v].inputs is Inputs.PLUS for v in variants)
+    qrels, selected, data, protocol = load_selected(config, config_path, smoke=smoke, plus=plus)
+    depth = int(protocol.get("depth", 100))
+    measures = list(protocol.get("measures", DEFAULT_MEASURES))
+    values: dict[str, dict[str, list[float]]] = {}
+    for method in UNSUPERVISED:
+        fused = fuse(selected, method, norm="minmax", depth=depth, name=method.value)
+        scores = evaluate(qrels, fused, measures)
+        values[method.value] = {m: [scores[m]] * seeds for m in measures}
+    mae: dict[str, list[float]] = {}
+    val_mae: dict[str, list[float]] = {}
+    seconds: dict[str, list[float]] = {}
+    chosen: dict[str, list[int]] = {}
+    for seed in progress_bar(range(seeds), desc="seeds", disable=not progress):
+        weights, info = cross_validated_weights(
+            data, seed=seed, settings=settings, variants=variants, progress=progress
+        )
+        for name, w in weights.items():
+            fused = fuse(
+                selected, FusionMethod.WEIGHTED, norm="minmax", depth=depth, weights=w, name=name
+            )
+            scores = evaluate(qrels, fused, measures)
+            for m in measures:
+                values.setdefault(name, {}).setdefault(m, []).append(scores[m])
+            mae.setdefault(name, []).append(info["test_mae"][name])
+            val_mae.setdefault(name, []).append(info["val_mae"][name])
+        for group, s in info["seconds"].items():
+            seconds.setdefault(group, []).append(s)
+        for name, sizes in info["batch_sizes"].items():
+            chosen.setdefault(name, []).extend(sizes)
+    order = [m for m in TABLE_1 if m in values] + [m for m in values if m not in TABLE_1]
+    table_2 = [m for m in _TABLE_2.values() if m in values]
+    grid_only = set(_TABLE_2.values()) - set(TABLE_1)  # reported in Table 2 only
+    extra: dict[str, dict[str, dict[str, float]]] = {}
+    if len(table_2) == len(_TABLE_2):
+        for measure in [m for m in ("P@5", "nDCG@5", "nDCG@10") if m in measures]:
+            table: dict[str, dict[str, float]] = {}
+            for (row, column), name in _TABLE_2.items():
+                table.setdefault(row, {})[column] = statistics.fmean(values[name][measure])
+            extra[f"Table 2 ({measure}, mean over seeds)"] = table
+    extra["Quantifier MAE of p_hat (mean over seeds; validation: the chosen models')"] = {
+        name: {"test": statistics.fmean(mae[name]), "validation": statistics.fmean(val_mae[name])}
+        for name in mae
+    }
+    extra["Chosen batch sizes (share of fold x run models)"] = {
+        name: {str(b): sizes.count(b) / len(sizes) for b in settings.batch_sizes}
+        for name, sizes in chosen.items()
+    }
+    extra["Training wall time per seed (s)"] = {
+        group: {f"seed {i}": s for i, s in enumerate(times)} for group, times in seconds.items()
+    }
+    paper = [v for v in PAPER_VARIANTS if v in variants]
+    notes = [
+        f"runs: {', '.join(_strip_name(r.name) for r in selected)} (top {len(selected)} by MAP)",
+        f"topics: {len(data.topics)}; folds: {len(data.folds)}; depth: {depth}; seeds: {seeds}",
+        f"paper variants: {', '.join(paper)}; extensions: "
+        + (", ".join(v for v in variants if v not in PAPER_VARIANTS) or "none"),
+        f"settings: {settings}",
+    ]
+    resolved = {
+        "folds": len(data.folds),
+        "fold_seed": int(protocol.get("fold_seed", 0)),
+        "depth": depth,
+        "top_runs": len(selected),
+        "measures": measures,
+        "variants": variants,
+    }
+    return ExperimentResult(
+        title=str(config.get("experiment", {}).get("title", "QLFusion")),
+        values={k: values[k] for k in order if k not in grid_only},
+        extra=extra,
+        notes=notes,
+        settings={"protocol": resolved, "quantifier": dataclasses.asdict(settings)},
+    )

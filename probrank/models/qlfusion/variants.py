@@ -1,0 +1,352 @@
+"""The quantifier variants of QLFusion and their predictions for many independent members.
+
+A *member* is one quantifier problem: training, validation and test lists of one input run (in
+a cross-validation, one per (fold, run); :mod:`probrank.models.qlfusion.cross_fit`). Every
+variant (:data:`VARIANTS`) predicts, for each member, the proportion of relevant documents in
+its test lists. The neural variants that share inputs and the Bayesian/deterministic choice
+train together in one vectorised SVI loop (:func:`~probrank.models.qlfusion.train_quantifier`);
+each group's wall time is recorded so the proposed model is timed apart from the extras
+(Table 2 grid, LR, RF, plus).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from probrank.exceptions import InputDataError
+from probrank.models.qlfusion.model import WeightRule
+from probrank.models.qlfusion.network import QuantifierLoss, TrainedQuantifier, train_quantifier
+from probrank.models.qlfusion.plus_features import standardize
+
+__all__ = [
+    "DEFAULT_SETTINGS",
+    "PAPER_VARIANTS",
+    "VARIANTS",
+    "Inputs",
+    "Kind",
+    "LearnedFusion",
+    "QuantifierSettings",
+    "Variant",
+    "member_predictions",
+]
+
+
+class Kind(str, Enum):
+    """Which kind of quantifier a variant trains."""
+
+    NEURAL = "neural"
+    """The QLFusion network trained by SVI."""
+    RIDGE = "ridge"
+    """scikit-learn ridge regression on the proportion (the paper's LR)."""
+    FOREST = "forest"
+    """scikit-learn random forest on the proportion (the paper's RF)."""
+
+
+class Inputs(str, Enum):
+    """What a quantifier sees of a list."""
+
+    SCORES = "scores"
+    """The paper's: min-max normalised top-k scores, zero padded, layer-normalised."""
+    PLUS = "plus"
+    """Judgement-free descriptors (:mod:`probrank.models.qlfusion.plus_features`), standardised."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One quantifier variant.
+
+    Attributes:
+        kind: The kind of quantifier.
+        bayesian: Bayesian output layer (neural only).
+        loss: Likelihood (neural only).
+        inputs: Which inputs.
+        weight: Fusion weight from the predictive draws
+            (:class:`~probrank.models.qlfusion.WeightRule`; ``lower`` takes the
+            ``QuantifierSettings.lower_quantile`` quantile).
+    """
+
+    kind: Kind = Kind.NEURAL
+    bayesian: bool = True
+    loss: QuantifierLoss = QuantifierLoss.BINOMIAL
+    inputs: Inputs = Inputs.SCORES
+    weight: WeightRule = WeightRule.MEAN
+
+
+VARIANTS: dict[str, Variant] = {
+    "qlfusion": Variant(),
+    "qlfusion_prob_mse": Variant(loss=QuantifierLoss.MSE),
+    "qlfusion_det_binomial": Variant(bayesian=False),
+    "qlfusion_det": Variant(bayesian=False, loss=QuantifierLoss.MSE),
+    "qlfusion_lr": Variant(kind=Kind.RIDGE, bayesian=False),
+    "qlfusion_rf": Variant(kind=Kind.FOREST, bayesian=False),
+    "qlfusion_lower": Variant(weight=WeightRule.LOWER),
+    "qlfusion_plus": Variant(inputs=Inputs.PLUS),
+    "qlfusion_plus_det": Variant(bayesian=False, inputs=Inputs.PLUS),
+}
+"""Every variant by method name (``qlfusion`` is the paper's proposed model)."""
+
+PAPER_VARIANTS = (
+    "qlfusion_lr", "qlfusion_rf", "qlfusion", "qlfusion_det",
+    "qlfusion_prob_mse", "qlfusion_det_binomial",
+)  # fmt: skip
+"""The variants of the paper's Tables 1 and 2."""
+
+
+class LearnedFusion(str, Enum):
+    """The learned fusion methods of ``probrank fuse`` (each a variant of :data:`VARIANTS`,
+    trained by cross-fitting over topics)."""
+
+    QLFUSION = "qlfusion"
+    """The paper's quantifier (Bayesian output layer, binomial likelihood, score inputs)."""
+    QLFUSION_PLUS = "qlfusion_plus"
+    """The extension with judgement-free list descriptors as inputs."""
+
+
+@dataclass(frozen=True)
+class QuantifierSettings:
+    """Training settings of the quantifiers (the paper's values by default).
+
+    Attributes:
+        hidden: Hidden width.
+        lr: Adam learning rate.
+        batch_sizes: Candidate batch sizes, one chosen per (fold, run) on validation MAE.
+        max_epochs: Epoch limit per quantifier.
+        patience: Early-stopping patience in epochs, on validation MAE.
+        max_steps: Optional cap on SVI steps (not in the paper; a compute budget).
+        estimator: Output layer gradient estimator.
+        init_scale: Initial sd of the output layer's mean-field guide.
+        posterior_samples: Posterior predictive draws per prediction.
+        lower_quantile: The quantile of the draws used by the ``lower`` weight rule.
+        rf_trees: Trees of the random-forest quantifier.
+    """
+
+    hidden: int = 32
+    lr: float = 5e-4
+    batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16)
+    max_epochs: int = 500
+    patience: int = 20
+    max_steps: int | None = None
+    estimator: str = "flipout"
+    init_scale: float = 1e-2
+    posterior_samples: int = 100
+    lower_quantile: float = 0.1
+    rf_trees: int = 100
+
+    @classmethod
+    def from_config(cls, table: Mapping[str, Any]) -> QuantifierSettings:
+        """Settings from a config's ``[quantifier]`` table (unknown keys are an error)."""
+        known = set(cls.__dataclass_fields__)
+        unknown = set(table) - known
+        if unknown:
+            raise InputDataError(f"unknown [quantifier] keys: {sorted(unknown)}")
+        values = dict(table)
+        if "batch_sizes" in values:
+            values["batch_sizes"] = tuple(int(b) for b in values["batch_sizes"])
+        return cls(**values)
+
+
+DEFAULT_SETTINGS = QuantifierSettings(
+    batch_sizes=(1, 2, 4, 8, 16),
+    max_epochs=500,
+    patience=20,
+    max_steps=1000,
+    init_scale=1e-2,
+    posterior_samples=100,
+    rf_trees=50,
+)
+"""The settings of ``models/qlfusion/*.toml`` (the paper's, with a cap on SVI steps)."""
+
+
+Parts = tuple[dict[str, Tensor], dict[str, Tensor], dict[str, Tensor]]
+"""Train, validation and test member tensors: ``x`` (`M x n x k`), ``counts`` (`M x n`),
+``mask`` (`M x n`) and, for the plus variants, ``plus`` (`M x n x F`)."""
+
+
+def _inputs(parts: Parts, inputs: Inputs) -> tuple[dict[str, Tensor], ...]:
+    """Train/val/test tensors with ``x`` set to the variant's inputs."""
+    train, val, test = parts
+    if inputs is Inputs.SCORES:
+        return parts
+    if "plus" not in train:
+        raise InputDataError("the plus variants need prepare_cv(..., plus=True)")
+    x = standardize(train["plus"], train["mask"], val["plus"], test["plus"])
+    return tuple(
+        {**part, "x": t * part["mask"].unsqueeze(-1).to(t.dtype)}
+        for part, t in zip(parts, x, strict=True)
+    )
+
+
+def _sklearn_predictions(
+    parts: Parts, kind: Kind, seed: int, trees: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Test ``p_hat``, chosen validation MAE and validation ``p_hat`` of ridge or RF."""
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.linear_model import Ridge
+
+    train, val, test = parts
+    depth = train["x"].shape[-1]
+    x, mask = train["x"], train["mask"]
+    p = train["counts"] / depth
+    vx, vp, vmask = val["x"], val["counts"] / depth, val["mask"]
+    tx = test["x"]
+    out = torch.zeros(tx.shape[:2])
+    val_out = torch.zeros(vx.shape[:2])
+    val_mae = torch.zeros(tx.shape[0], dtype=torch.float64)
+    grid: list[dict[str, Any]] = (
+        [{"alpha": a} for a in (1e-3, 1e-2, 0.1, 1.0, 10.0)]
+        if kind is Kind.RIDGE
+        else [{"min_samples_leaf": leaf} for leaf in (1, 5)]
+    )
+    for m in range(x.shape[0]):
+        keep, vkeep = mask[m].numpy(), vmask[m].numpy()
+        xm, pm = x[m].numpy()[keep], p[m].numpy()[keep]
+        best, best_err = None, math.inf
+        for options in grid:
+            model = (
+                Ridge(**options)
+                if kind is Kind.RIDGE
+                else RandomForestRegressor(n_estimators=trees, random_state=seed, **options)
+            )
+            model.fit(xm, pm)
+            err = float(np.abs(model.predict(vx[m].numpy()[vkeep]) - vp[m].numpy()[vkeep]).mean())
+            if err < best_err:
+                best, best_err = model, err
+        if best is None:
+            raise InputDataError(f"no {kind.value} quantifier could be fitted for member {m}")
+        out[m] = torch.from_numpy(np.clip(best.predict(tx[m].numpy()), 0.0, 1.0)).float()
+        val_out[m] = torch.from_numpy(np.clip(best.predict(vx[m].numpy()), 0.0, 1.0)).float()
+        val_mae[m] = best_err
+    return out, val_mae, val_out
+
+
+def _neural_group(
+    parts: Parts,
+    bayesian: bool,
+    inputs: Inputs,
+    names: Sequence[str],
+    settings: QuantifierSettings,
+    seed: int,
+    progress: bool,
+) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    """Train one vectorised group and predict the test lists of each of its ``names``."""
+    losses = list(dict.fromkeys(VARIANTS[n].loss for n in names))
+    train, val, test = _inputs(parts, inputs)
+    trained: TrainedQuantifier = train_quantifier(
+        train,
+        val,
+        bayesian=bayesian,
+        losses=losses,
+        batch_sizes=settings.batch_sizes,
+        lr=settings.lr,
+        max_epochs=settings.max_epochs,
+        patience=settings.patience,
+        max_steps=settings.max_steps,
+        hidden=settings.hidden,
+        estimator=settings.estimator,
+        init_scale=settings.init_scale,
+        layer_norm=inputs is Inputs.SCORES,
+        total_count=parts[0]["x"].shape[-1],
+        seed=seed,
+        progress=progress,
+    )
+    preds: dict[str, Tensor] = {}
+    info: dict[str, Any] = {
+        "quantifiers": {}, "batch_sizes": {}, "val_mae": {}, "val_predictions": {},
+    }  # fmt: skip
+
+    def weight(x: Tensor, variant: Variant) -> Tensor:
+        draws = trained.draws(x, variant.loss, settings.posterior_samples, seed=seed)
+        if variant.weight is WeightRule.LOWER:
+            q = torch.tensor(settings.lower_quantile, dtype=draws.dtype)
+            return torch.quantile(draws, q, dim=0)
+        return draws.mean(0)
+
+    for name in names:
+        variant = VARIANTS[name]
+        li = trained.losses.index(variant.loss)
+        preds[name] = weight(test["x"], variant)
+        info["val_predictions"][name] = weight(val["x"], variant)
+        info["quantifiers"][name] = trained
+        info["batch_sizes"][name] = trained.chosen_batch_sizes()[li]
+        chosen = trained.val_mae[:, li].gather(0, trained.chosen[li].unsqueeze(0)).squeeze(0)
+        info["val_mae"][name] = float(chosen.mean())
+    return preds, info
+
+
+def member_predictions(
+    parts: Parts,
+    *,
+    seed: int = 0,
+    settings: QuantifierSettings | None = None,
+    variants: Sequence[str] = ("qlfusion",),
+    progress: bool = True,
+) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    """Test ``p_hat`` (`M x n_test`) of every requested variant, for `M` independent members.
+
+    Args:
+        parts: ``(train, validation, test)`` member tensors (:data:`Parts`; e.g. a
+            :class:`~probrank.models.qlfusion.cross_fit.CVData`'s ``train``, ``val``,
+            ``test``; with ``plus`` for the plus variants).
+        seed: Seeds training.
+        settings: Training settings.
+        variants: Names from :data:`VARIANTS`.
+        progress: Show progress bars.
+
+    Returns:
+        ``({variant: p_hat}, info)``; ``info`` holds ``test_mae``, ``val_mae`` (of the chosen
+        configuration, mean over members), ``val_predictions`` (`M x n_val` weights of the
+        validation lists, for selection on validation), ``batch_sizes``, ``quantifiers``
+        (the trained models) and ``seconds`` (wall time of each training group, e.g.
+        ``"bayesian/scores"``).
+    """
+    settings = settings or QuantifierSettings()
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        raise InputDataError(
+            f"unknown quantifier variants {sorted(unknown)}; known: {sorted(VARIANTS)}"
+        )
+    preds: dict[str, Tensor] = {}
+    info: dict[str, Any] = {
+        "quantifiers": {}, "test_mae": {}, "val_mae": {}, "val_predictions": {},
+        "batch_sizes": {}, "seconds": {},
+    }  # fmt: skip
+    groups: dict[tuple[bool, Inputs], list[str]] = {}
+    for name in variants:
+        v = VARIANTS[name]
+        if v.kind is Kind.NEURAL:
+            groups.setdefault((v.bayesian, v.inputs), []).append(name)
+    for (bayesian, inputs), names in groups.items():
+        start = time.perf_counter()
+        group_preds, group_info = _neural_group(
+            parts, bayesian, inputs, names, settings, seed, progress
+        )
+        key = f"{'bayesian' if bayesian else 'deterministic'}/{inputs.value}"
+        info["seconds"][key] = time.perf_counter() - start
+        preds.update(group_preds)
+        for field_name in ("quantifiers", "batch_sizes", "val_mae", "val_predictions"):
+            info[field_name].update(group_info[field_name])
+    for name in variants:
+        kind = VARIANTS[name].kind
+        if kind is not Kind.NEURAL:
+            start = time.perf_counter()
+            preds[name], val_mae, val_pred = _sklearn_predictions(
+                parts, kind, seed, settings.rf_trees
+            )
+            info["val_predictions"][name] = val_pred
+            info["seconds"][kind.value] = time.perf_counter() - start
+            info["val_mae"][name] = float(val_mae.mean())
+    test = parts[2]
+    true_p = test["counts"] / test["x"].shape[-1]
+    mask = test["mask"]
+    for name, p_hat in preds.items():
+        info["test_mae"][name] = float((p_hat - true_p).abs()[mask].mean())
+    return {name: preds[name] for name in variants}, info

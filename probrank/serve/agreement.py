@@ -1,0 +1,140 @@
+"""Agreement between annotators on the pairs that more than one of them judged.
+
+An item is an unordered pair of candidates of one question; an annotator's answer to it is
+coded as one of three nominal categories: the candidate with the lower index is better, the one
+with the higher index is better, or "both bad / can't tell" (a tie). Which side a candidate was
+shown on does not matter. Every annotator answers an item at most once (one session per
+annotator and question).
+
+:func:`agreement` reports, over the items judged by at least two annotators, the share of
+identical answers, Krippendorff's alpha (nominal, every annotator; the ``krippendorff``
+package) and Cohen's kappa for each pair of annotators over the items both judged
+(scikit-learn). A statistic that is undefined (fewer than two items, or a single category
+used throughout) is None.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from probrank.serve.store import Choice, Judgement
+
+__all__ = ["Agreement", "PairAgreement", "agreement", "code_answer"]
+
+CATEGORIES = ("lower", "higher", "tie")
+"""The coded answers to an unordered pair (lower / higher index better, tie)."""
+
+
+def code_answer(judgement: Judgement) -> tuple[tuple[str, int, int], str]:
+    """The item ``(qid, low, high)`` a judgement answers and its category."""
+    low, high = sorted((judgement.left, judgement.right))
+    if judgement.choice is Choice.TIE:
+        category = "tie"
+    else:
+        category = "lower" if judgement.winner == low else "higher"
+    return (judgement.qid, low, high), category
+
+
+@dataclass(frozen=True)
+class PairAgreement:
+    """Two annotators on the items both judged."""
+
+    first: str
+    second: str
+    items: int
+    observed: float
+    kappa: float | None
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Agreement over the items judged by at least two annotators.
+
+    Attributes:
+        items: Items judged by two annotators or more.
+        answers: Answers to those items.
+        observed: Share of pairs of answers to an item that are identical (None: no item).
+        alpha: Krippendorff's alpha, nominal (None: undefined).
+        pairs: Cohen's kappa per pair of annotators that share at least one item.
+    """
+
+    items: int
+    answers: int
+    observed: float | None
+    alpha: float | None
+    pairs: list[PairAgreement] = field(default_factory=list)
+
+
+def _defined(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def _kappa(first: list[str], second: list[str]) -> float | None:
+    from sklearn.metrics import cohen_kappa_score
+
+    if len(first) < 2:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # undefined kappa: one category throughout
+        return _defined(cohen_kappa_score(first, second, labels=list(CATEGORIES)))
+
+
+def _alpha(
+    table: dict[tuple[str, int, int], dict[str, str]], annotators: list[str]
+) -> float | None:
+    import krippendorff
+
+    data = np.full((len(annotators), len(table)), np.nan)
+    row = {name: i for i, name in enumerate(annotators)}
+    for column, answers in enumerate(table.values()):
+        for name, category in answers.items():
+            data[row[name], column] = CATEGORIES.index(category)
+    try:
+        with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+            warnings.simplefilter("ignore")
+            value = krippendorff.alpha(
+                reliability_data=data,
+                level_of_measurement="nominal",
+                value_domain=list(range(len(CATEGORIES))),
+            )
+    except ValueError:  # fewer than two values or categories to compare
+        return None
+    return _defined(float(value))
+
+
+def agreement(judgements: Iterable[Judgement]) -> Agreement:
+    """Agreement statistics of the stored judgements (see the module docstring)."""
+    answers: dict[tuple[str, int, int], dict[str, str]] = {}
+    for judgement in judgements:
+        item, category = code_answer(judgement)
+        answers.setdefault(item, {})[judgement.annotator] = category
+    shared = {item: by for item, by in answers.items() if len(by) >= 2}
+    if not shared:
+        return Agreement(items=0, answers=0, observed=None, alpha=None)
+    annotators = sorted({name for by in shared.values() for name in by})
+    same = total = 0
+    for by in shared.values():
+        for a, b in itertools.combinations(sorted(by), 2):
+            same += by[a] == by[b]
+            total += 1
+    pairs = []
+    for a, b in itertools.combinations(annotators, 2):
+        common = [by for by in shared.values() if a in by and b in by]
+        if not common:
+            continue
+        first, second = [by[a] for by in common], [by[b] for by in common]
+        agree = sum(x == y for x, y in zip(first, second, strict=True))
+        pairs.append(PairAgreement(a, b, len(common), agree / len(common), _kappa(first, second)))
+    return Agreement(
+        items=len(shared),
+        answers=sum(len(by) for by in shared.values()),
+        observed=same / total,
+        alpha=_alpha(shared, annotators),
+        pairs=pairs,
+    )

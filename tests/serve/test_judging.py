@@ -1,0 +1,206 @@
+"""Judging sessions over the database: the round's checks, ties, budgets, the deterministic
+rebuild after a restart, pooled rankings and the confidence in the top answer."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+import torch
+from gpytorch.distributions import MultivariateNormal
+
+from probrank.exceptions import InputDataError
+from probrank.models.interactive import InteractiveRanker, InteractiveRankerSettings, WarmStart
+from probrank.nn.siamese import SiameseUtilityNet
+from probrank.serve.errors import BadRequest, Conflict, NotFound
+from probrank.serve.judging import (
+    JudgingService,
+    Submission,
+    best_probabilities,
+    check_annotator,
+    check_judgement_id,
+)
+from probrank.serve.store import Choice
+from tests.serve.conftest import make_service
+
+
+def _answer(service: JudgingService, annotator: str, qid: str, choice: Choice | None = None):
+    """Answer the offered pair (default: the candidate with the lower index is better)."""
+    state = service.state(annotator, qid)
+    assert state.pair is not None
+    left, right = state.pair
+    if choice is None:
+        choice = Choice.LEFT if left < right else Choice.RIGHT
+    submission = Submission(uuid.uuid4().hex, annotator, qid, state.round, left, right, choice)
+    return service.submit(submission)
+
+
+def test_a_round_stores_learns_and_offers_a_new_pair(service: JudgingService) -> None:
+    before = service.state("ann", "q1")
+    prior_mean = service.ranking("q1", "ann").mean
+    receipt = _answer(service, "ann", "q1")
+    assert not receipt.duplicate
+    assert receipt.state.round == 1 and receipt.state.judgements == 1
+    assert receipt.state.pair is not None and set(receipt.state.pair) != set(before.pair)
+    assert service.store.count() == 1
+    stored = service.store.judgements()[0]
+    assert (stored.left, stored.right) == before.pair
+    assert stored.left_id == f"c{before.pair[0]}"
+    assert service.ranking("q1", "ann").mean != pytest.approx(prior_mean)
+
+
+def test_checks_of_a_round(service: JudgingService) -> None:
+    state = service.state("ann", "q1")
+    left, right = state.pair
+    with pytest.raises(NotFound):
+        service.state("ann", "no-such-question")
+    with pytest.raises(Conflict, match="out of date"):
+        service.submit(Submission("stale-round-1", "ann", "q1", 3, left, right, Choice.LEFT))
+    others = [(i, j) for i in range(5) for j in range(5) if i != j and {i, j} != {left, right}]
+    with pytest.raises(BadRequest, match="not offered"):
+        service.submit(Submission("forged-pair-1", "ann", "q1", 0, *others[0], Choice.LEFT))
+    with pytest.raises(BadRequest, match="not offered"):  # the offered pair, swapped sides
+        service.submit(Submission("swapped-pair", "ann", "q1", 0, right, left, Choice.LEFT))
+    first = Submission("double-click", "ann", "q1", 0, left, right, Choice.RIGHT)
+    receipt = service.submit(first)
+    again = service.submit(first)  # a retry: acknowledged again, stored once
+    assert again.duplicate and again.judgement == receipt.judgement
+    assert again.state.round == 1 and service.store.count() == 1
+    with pytest.raises(Conflict, match="another answer"):
+        service.submit(Submission("double-click", "ann", "q1", 0, left, right, Choice.LEFT))
+    assert service.store.count() == 1
+
+
+def test_ties_learn_nothing_and_are_not_offered_again(service: JudgingService) -> None:
+    before = service.ranking("q1", "ann")
+    state = service.state("ann", "q1")
+    receipt = _answer(service, "ann", "q1", Choice.TIE)
+    assert receipt.state.ties == 1 and receipt.state.judgements == 0
+    assert service.ranking("q1", "ann").mean == pytest.approx(before.mean, abs=1e-12)
+    offered = {tuple(sorted(state.pair))}
+    while not (current := service.state("ann", "q1")).done:
+        pair = tuple(sorted(current.pair))
+        assert pair not in offered
+        offered.add(pair)
+        _answer(service, "ann", "q1")
+    assert len(offered) == 10 and "every pair" in current.reason
+    with pytest.raises(Conflict, match="done"):
+        service.submit(Submission("after-done-1", "ann", "q1", current.round, 0, 1, Choice.LEFT))
+
+
+def test_budget_of_judgements(questions_file: Path, serve_model: Path, tmp_path: Path) -> None:
+    service = make_service(questions_file, serve_model, tmp_path / "j.sqlite", rounds=2)
+    _answer(service, "ann", "q1", Choice.TIE)  # ties do not use up the budget
+    _answer(service, "ann", "q1")
+    state = _answer(service, "ann", "q1").state
+    assert state.done and state.judgements == 2 and "2 judgements" in state.reason
+    assert not service.state("bob", "q1").done
+    service.store.close()
+
+
+def test_restart_rebuilds_every_posterior_exactly(
+    questions_file: Path, serve_model: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "j.sqlite"
+    first = make_service(questions_file, serve_model, db)
+    for round_ in range(4):
+        _answer(first, "ann", "q1", Choice.TIE if round_ == 2 else None)
+        _answer(first, "bob", "q1", Choice.RIGHT)
+    _answer(first, "ann", "q2")
+    live = {
+        key: (first.state(*key), first.ranking(key[1], key[0]))
+        for key in [("ann", "q1"), ("bob", "q1"), ("ann", "q2")]
+    }
+    pooled = first.ranking("q1")
+    first.store.close()
+
+    second = make_service(questions_file, serve_model, db)
+    assert second.rebuild() == 9
+    for (annotator, qid), (state, ranking) in live.items():
+        assert second.state(annotator, qid) == state  # same round, counts and next pair
+        again = second.ranking(qid, annotator)
+        assert again.order == ranking.order
+        torch.testing.assert_close(torch.tensor(again.mean), torch.tensor(ranking.mean))
+        torch.testing.assert_close(torch.tensor(again.upper), torch.tensor(ranking.upper))
+    torch.testing.assert_close(torch.tensor(second.ranking("q1").mean), torch.tensor(pooled.mean))
+    second.store.close()
+
+
+def test_a_database_of_another_model_is_refused(
+    questions_file: Path, serve_model: Path, tmp_path: Path, tiny_encoder
+) -> None:
+    db = tmp_path / "j.sqlite"
+    first = make_service(questions_file, serve_model, db)
+    _answer(first, "ann", "q1")
+    first.store.close()
+    settings = InteractiveRankerSettings()
+    net = SiameseUtilityNet(128, settings.warm_start.hidden, seed=7)
+    other = InteractiveRanker.from_warm_start(
+        WarmStart(net=net, members=[net]), settings, encoder=tiny_encoder
+    )
+    other.save(tmp_path / "other")
+    second = make_service(questions_file, tmp_path / "other", db)
+    with pytest.raises(InputDataError, match="prior differs") as error:
+        second.rebuild()
+    assert str(db) in str(error.value)
+    second.store.close()
+
+
+def test_pooled_ranking_learns_every_annotators_preferences(service: JudgingService) -> None:
+    for _ in range(3):
+        _answer(service, "ann", "q1")
+        _answer(service, "bob", "q1", Choice.RIGHT)
+    _answer(service, "bob", "q1", Choice.TIE)
+    pooled = service.ranking("q1")
+    assert pooled.annotator is None and pooled.judgements == 6
+    project = service.project
+    model = project.ranker.preference_model(project.features("q1"), seed=project.seed)
+    for judgement in service.store.judgements(qid="q1"):
+        if judgement.winner is not None:
+            model.update(judgement.winner, judgement.loser)
+    torch.testing.assert_close(
+        torch.tensor(pooled.mean, dtype=torch.float64),
+        model.posterior().mean.detach().double().reshape(-1),
+    )
+    assert service.counts() == {"ann": {"q1": 3}, "bob": {"q1": 4}}
+
+
+def test_consistent_judgements_put_the_preferred_answer_first(service: JudgingService) -> None:
+    while not service.state("ann", "q2").done:
+        _answer(service, "ann", "q2")  # candidate 0 beats every other
+    ranking = service.ranking("q2", "ann")
+    assert ranking.order[0] == 0
+    assert ranking.best[0] == max(ranking.best)
+    assert service.state("ann", "q2").top == 0
+
+
+def test_best_probabilities() -> None:
+    clear = MultivariateNormal(torch.tensor([0.0, 6.0, 0.5]), torch.eye(3))
+    probabilities = best_probabilities(clear)
+    assert sum(probabilities) == pytest.approx(1.0)
+    assert probabilities[1] > 0.99
+    assert best_probabilities(clear) == probabilities  # seeded
+    even = best_probabilities(MultivariateNormal(torch.zeros(4), torch.eye(4)), draws=8000)
+    assert all(abs(p - 0.25) < 0.03 for p in even)
+    # perfectly correlated candidates: the higher mean always wins
+    covariance = torch.ones(2, 2, dtype=torch.float64) + 1e-8 * torch.eye(2, dtype=torch.float64)
+    tied = MultivariateNormal(torch.tensor([0.0, 0.1], dtype=torch.float64), covariance)
+    assert best_probabilities(tied)[1] > 0.99
+
+
+@pytest.mark.parametrize("name", ["ann", "Zoë", "a.b-c_d@lab", "x" * 40])
+def test_valid_annotator_names(name: str) -> None:
+    assert check_annotator(name) == name
+
+
+@pytest.mark.parametrize("name", ["", " ann", "an n", "-ann", "_ann", "x" * 41, "a/b", "<b>"])
+def test_invalid_annotator_names(name: str) -> None:
+    with pytest.raises(BadRequest, match="annotator name"):
+        check_annotator(name)
+
+
+@pytest.mark.parametrize("value", ["short", "x" * 65, "has space 123", "ünïcode-id-1"])
+def test_invalid_judgement_ids(value: str) -> None:
+    with pytest.raises(BadRequest, match="judgement id"):
+        check_judgement_id(value)

@@ -1,0 +1,235 @@
+"""The real server: ``probrank serve`` in a subprocess under load (20 annotators, 2,000
+judgements on loopback), killed with SIGKILL mid-load and restarted, and its command-line
+errors."""
+
+from __future__ import annotations
+
+import random
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from probrank.cli import main
+from tests.serve.conftest import ServerProcess, write_questions
+
+ANNOTATORS = 20
+JSON = {"Accept": "application/json"}
+
+
+def _questions(tmp_path: Path) -> Path:
+    # 25 candidates (300 pairs) per question: each annotator answers 50 on each of two;
+    # the latency at 45 candidates is benchmarks/serve_latency.py's
+    return write_questions(tmp_path / "load.jsonl", [25, 25, 25, 25], seed=1)
+
+
+class Annotator:
+    """A simulated annotator posting judgements through the JSON interface.
+
+    Every acknowledged judgement id goes to :attr:`acknowledged`; one judgement in ten is
+    posted twice (a retry), and the second answer must be the same acknowledgement.
+    """
+
+    def __init__(self, server: ServerProcess, name: str, qids: list[str], seed: int) -> None:
+        self.server = server
+        self.name = name
+        self.qids = qids
+        self.rng = random.Random(seed)
+        self.acknowledged: list[str] = []
+        self.last: dict[str, dict] = {}  # qid -> state after the last acknowledgement
+        self.pending: tuple[str, dict] | None = None  # a form sent without an answer
+        self.errors: list[str] = []
+
+    def _url(self, path: str) -> str:
+        return f"{self.server.base}{path}?token={self.server.token}&annotator={self.name}"
+
+    def work(self, count: int, stop: threading.Event, deadline: float) -> None:
+        with httpx.Client(timeout=30.0) as client:
+            for number in range(count):
+                if stop.is_set() or time.monotonic() > deadline:
+                    return
+                qid = self.qids[number * len(self.qids) // count]
+                try:
+                    self._one(client, qid, retry=number % 10 == 9)
+                except httpx.TransportError:
+                    return  # the server is gone (the crash test)
+                except AssertionError as error:
+                    self.errors.append(str(error))
+                    return
+
+    def _one(self, client: httpx.Client, qid: str, *, retry: bool) -> None:
+        state = self.last.get(qid)
+        if state is None:
+            state = client.get(self._url(f"/judge/{qid}"), headers=JSON).json()["state"]
+        choice = self.rng.choices(["left", "right", "tie"], weights=[45, 45, 10])[0]
+        form = {
+            "annotator": self.name,
+            "round": str(state["round"]),
+            "left": str(state["pair"][0]),
+            "right": str(state["pair"][1]),
+            "jid": uuid.uuid4().hex,
+            "choice": choice,
+        }
+        self.pending = (qid, form)
+        answer = self.post(client, qid, form)
+        assert answer["ok"] and not answer["duplicate"], answer
+        self.pending = None
+        self.acknowledged.append(form["jid"])
+        self.last[qid] = answer["state"]
+        if retry:
+            again = self.post(client, qid, form)
+            assert again["duplicate"] and again["judgement"] == answer["judgement"], again
+
+    def post(self, client: httpx.Client, qid: str, form: dict) -> dict:
+        url = f"{self.server.base}/judge/{qid}?token={self.server.token}"
+        response = client.post(url, data=form, headers=JSON)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+
+def _run(annotators: list[Annotator], count: int, stop: threading.Event) -> list[threading.Thread]:
+    deadline = time.monotonic() + 240
+    threads = [
+        threading.Thread(target=a.work, args=(count, stop, deadline), daemon=True)
+        for a in annotators
+    ]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def _stored(db: Path) -> list[tuple[str, str, str, int]]:
+    with sqlite3.connect(db) as raw:
+        return raw.execute(
+            "SELECT id, annotator, qid, round FROM judgements ORDER BY seq"
+        ).fetchall()
+
+
+def _check_rounds(rows: list[tuple[str, str, str, int]]) -> None:
+    """Each session's rounds are 0, 1, 2, ... in commit order: none lost, none twice."""
+    rounds: dict[tuple[str, str], list[int]] = {}
+    for _, annotator, qid, round_ in rows:
+        rounds.setdefault((annotator, qid), []).append(round_)
+    for key, values in rounds.items():
+        assert values == list(range(len(values))), key
+
+
+def _annotators(server: ServerProcess) -> list[Annotator]:
+    qids = ["q1", "q2", "q3", "q4"]
+    return [
+        Annotator(server, f"a{k}", [qids[k % 4], qids[(k + 1) % 4]], seed=k)
+        for k in range(ANNOTATORS)
+    ]
+
+
+@pytest.mark.slow
+def test_twenty_annotators_post_2000_judgements(tmp_path: Path, serve_model: Path) -> None:
+    db = tmp_path / "load.sqlite"
+    args = ["--data", str(_questions(tmp_path)), "--model", str(serve_model), "--db", str(db)]
+    server = ServerProcess(args, tmp_path)
+    try:
+        assert server.base.startswith("http://127.0.0.1:")  # loopback unless --host says
+        annotators = _annotators(server)
+        threads = _run(annotators, 2000 // ANNOTATORS, threading.Event())
+        for thread in threads:
+            thread.join(timeout=300)
+        assert not any(thread.is_alive() for thread in threads)
+        assert [e for a in annotators for e in a.errors] == []
+    finally:
+        code = server.stop()
+    assert code in (0, 143), "".join(server.lines)
+    acknowledged = [jid for a in annotators for jid in a.acknowledged]
+    assert len(acknowledged) == 2000 == len(set(acknowledged))
+    rows = _stored(db)
+    assert len(rows) == 2000
+    assert sorted(row[0] for row in rows) == sorted(acknowledged)  # all there, none twice
+    _check_rounds(rows)
+
+
+@pytest.mark.slow
+def test_kill_9_during_load_loses_no_acknowledged_judgement(
+    tmp_path: Path, serve_model: Path
+) -> None:
+    db = tmp_path / "crash.sqlite"
+    args = ["--data", str(_questions(tmp_path)), "--model", str(serve_model), "--db", str(db)]
+    server = ServerProcess(args, tmp_path)
+    annotators = _annotators(server)
+    stop = threading.Event()
+    threads = _run(annotators, 60, stop)
+    deadline = time.monotonic() + 120
+    while sum(len(a.acknowledged) for a in annotators) < 300 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    server.kill()  # SIGKILL while the annotators are posting
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert [e for a in annotators for e in a.errors] == []
+    acknowledged = {jid for a in annotators for jid in a.acknowledged}
+    assert len(acknowledged) >= 300
+
+    rows = _stored(db)
+    stored = {row[0] for row in rows}
+    assert acknowledged <= stored  # every acknowledged judgement survived
+    assert len(rows) == len(stored)
+    _check_rounds(rows)
+
+    again = ServerProcess(args, tmp_path)
+    try:
+        assert f"({len(rows)} answers replayed)" in "".join(again.lines)
+        with httpx.Client(timeout=30.0) as client:
+            for annotator in annotators:
+                annotator.server = again
+                for qid, last in annotator.last.items():
+                    state = client.get(annotator._url(f"/judge/{qid}"), headers=JSON).json()
+                    count = sum(1 for row in rows if row[1:3] == (annotator.name, qid))
+                    assert state["state"]["round"] == count
+                    if count == last["round"]:  # nothing committed after the last answer
+                        assert state["state"] == last  # the same next pair, after replay
+                if annotator.pending is not None:  # the answer in flight at the kill: resent
+                    qid, form = annotator.pending
+                    answer = annotator.post(client, qid, form)
+                    assert answer["duplicate"] == (form["jid"] in stored)
+                annotator.last.clear()
+                annotator._one(client, annotator.qids[0], retry=False)  # judging goes on
+    finally:
+        again.stop()
+    final = _stored(db)
+    assert len(final) == len({row[0] for row in final})
+    _check_rounds(final)
+
+
+def test_command_line_errors_are_one_line(
+    tmp_path: Path, serve_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = write_questions(tmp_path / "q.jsonl", [3])
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"qid": "q1", "query": "x", "candidates": [}\n')
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cases = [
+            (["--data", str(tmp_path / "q.txt")], "must be a data set"),
+            (["--data", str(bad)], f"{bad}:1: invalid JSON"),
+            (["--data", str(questions), "--port", str(port)], f"port {port} on 127.0.0.1 is in"),
+            (["--data", str(questions), "--port", "70000"], "--port must be 0 to 65535"),
+            (["--data", str(questions), "--db", str(tmp_path / "no" / "x.sqlite"),
+              "--model", str(serve_model), "--port", "0"], "folder does not exist"),
+            (["--data", str(questions), "--model", str(serve_model), "--posterior", "gppl",
+              "--port", "0", "--db", str(tmp_path / "x.sqlite")], "posterior is 'laplace'"),
+            (["--topics", str(questions)], "TREC input needs --topics, --run and --docs"),
+            (["--rounds", "0"], "--rounds: must be a positive integer"),
+            (["--host", "no such host.invalid"], "is not an address here"),
+        ]  # fmt: skip
+        for args, message in cases:
+            assert main(["serve", *args]) == 2, args
+            err = capsys.readouterr().err
+            lines = [line for line in err.splitlines() if line.startswith("probrank")]
+            # (transformers may draw a "Loading weights" bar before the error line)
+            assert len(lines) == 1 and err.endswith(lines[0] + "\n"), err
+            assert lines[0].startswith("probrank: error: ") and message in lines[0], err
