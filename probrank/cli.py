@@ -264,8 +264,15 @@ def _cmd_experiment(args: argparse.Namespace) -> None:
         threads=args.threads_given,
         out=out,
         update_card=args.update_card,
+        executor=args.executor,
+        ray_address=args.ray_address,
     )
     print(result.to_json() if args.json else result.table())
+
+
+def _cmd_encode(args: argparse.Namespace) -> None:
+    module = importlib.import_module("probrank._encode_command")
+    module.print_report(module.encode_command_from_args(args), args.json)
 
 
 def _cmd_fuse(args: argparse.Namespace) -> None:
@@ -459,6 +466,11 @@ def _experiment_arguments(exp: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also replace the model card's committed results (<config folder>/results/)",
     )
+    importlib.import_module("probrank._encode_command").add_executor_arguments(exp)
+
+
+def _encode_arguments(enc: argparse.ArgumentParser) -> None:
+    importlib.import_module("probrank._encode_command").add_encode_arguments(enc)
 
 
 def _fuse_arguments(fuse: argparse.ArgumentParser) -> None:
@@ -601,6 +613,12 @@ COMMANDS: dict[str, Command] = {
     ),
     "experiment": Command(
         "run an experiment config (models/*/*.toml)", _experiment_arguments, "_cmd_experiment", True
+    ),
+    "encode": Command(
+        "encode a collection into the encoder cache (locally or on Ray)",
+        _encode_arguments,
+        "_cmd_encode",
+        True,
     ),
     "fuse": Command(
         "fuse runs (learned methods by cross-validation)", _fuse_arguments, "_cmd_fuse", True

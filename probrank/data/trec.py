@@ -41,6 +41,7 @@ from itertools import compress, islice, pairwise
 from operator import ne
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from probrank._options import parse_enum
 from probrank.data._io import atomic_write, check_separators, read_text
@@ -232,6 +233,38 @@ class Qrels(Mapping[str, Mapping[str, int]]):
                 for doc, grade in docs.items():
                     out.write(f"{qid} 0 {doc} {grade}\n")
 
+    @classmethod
+    def from_dataframe(
+        cls,
+        frame: Any,
+        *,
+        qid: str = "qid",
+        docno: str = "docno",
+        label: str = "label",
+        name: str = "qrels",
+    ) -> Qrels:
+        """Judgements from a pandas DataFrame with one row per (query, document).
+
+        The default columns are PyTerrier's (``qid, docno, label``); ir-measures' names
+        (``query_id, doc_id, relevance``) are used when those are absent. Other columns are
+        ignored. See :mod:`probrank.data.trec_frames` for the rules.
+
+        Raises:
+            InputDataError: a missing column, no rows, a missing id, a grade that is not an
+                integer, a document judged twice for one query (naming both rows).
+        """
+        from probrank.data.trec_frames import frame_to_mapping
+
+        data = frame_to_mapping(frame, qid=qid, docno=docno, value=label, kind="grade")
+        return cls(data, name=name)
+
+    def to_dataframe(self) -> Any:
+        """The judgements as a PyTerrier qrels frame: columns ``qid, docno, label``, one row per
+        judgement, in the judgements' order. ``Qrels.from_dataframe`` reads it back."""
+        from probrank.data.trec_frames import qrels_frame
+
+        return qrels_frame(self._data)
+
     def num_relevant(self, relevance_level: int = 1) -> dict[str, int]:
         """Number of documents with grade ``>= relevance_level`` for each query."""
         return {
@@ -349,6 +382,45 @@ class Run(Mapping[str, Mapping[str, float]]):
             for qid, docs in self._data.items():
                 for rank, (doc, score) in enumerate(trec_order(docs)[:depth], start=1):
                     out.write(f"{qid} Q0 {doc} {rank} {score!r} {tag}\n")
+
+    @classmethod
+    def from_dataframe(
+        cls,
+        frame: Any,
+        *,
+        qid: str = "qid",
+        docno: str = "docno",
+        score: str = "score",
+        name: str = "run",
+        tag: str | None = None,
+    ) -> Run:
+        """A run from a pandas DataFrame with one row per (query, document), e.g. PyTerrier's
+        results.
+
+        The default columns are PyTerrier's (``qid, docno, score``); ir-measures' names
+        (``query_id, doc_id``) are used when those are absent. A ``rank`` column and any other
+        are ignored: the order is the score order, as in trec_eval. See
+        :mod:`probrank.data.trec_frames` for the rules.
+
+        Raises:
+            InputDataError: a missing column, no rows, a missing id, a score that is not a
+                finite number, a document twice for one query (naming both rows).
+        """
+        from probrank.data.trec_frames import frame_to_mapping
+
+        data = frame_to_mapping(frame, qid=qid, docno=docno, value=score, kind="score")
+        return cls._trusted(data, name=name, tag=tag)
+
+    def to_dataframe(self, depth: int | None = None) -> Any:
+        """The run as a PyTerrier results frame: columns ``qid, docno, score, rank``, each
+        query's documents in trec_eval order (score descending, docno descending) with ``rank``
+        from 0, as PyTerrier numbers it; cut at ``depth`` when given. Scores are the doubles
+        held, so ``Run.from_dataframe`` gives back an equal run."""
+        from probrank.data.trec_frames import run_frame
+
+        if depth is not None and depth < 1:
+            raise InputDataError(f"depth must be a positive integer, got {depth}")
+        return run_frame({q: self.ranking(q, depth) for q in self._data})
 
     def ranking(self, qid: str, depth: int | None = None) -> list[tuple[str, float]]:
         """``(doc_id, score)`` pairs of one query in trec_eval order, cut at ``depth``."""

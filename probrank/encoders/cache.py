@@ -258,14 +258,22 @@ class EmbeddingCache:
         store = self._load()
         return torch.stack([store[k] for k in keys])
 
-    def put(self, keys: Sequence[str], values: Tensor) -> None:
+    def shard_path(self, keys: Sequence[str]) -> Path:
+        """The file :meth:`put` writes for ``keys``: ``shard-<hash of the keys>.pt`` (the same
+        keys in the same order always give the same file)."""
+        return self.folder / ("shard-" + text_key(*keys)[:24] + ".pt")
+
+    def put(self, keys: Sequence[str], values: Tensor) -> Path | None:
         """Add `n x d` ``values`` under ``keys`` and write them as one new shard.
+
+        Returns:
+            The shard written (:meth:`shard_path`), or None for no keys.
 
         Raises:
             ValueError: ``values`` is not `len(keys) x d` (with ``d = dim`` when set).
         """
         if not keys:
-            return
+            return None
         keys = list(keys)
         values = values.detach().to("cpu", _DTYPE).contiguous()
         if values.dim() != 2 or values.shape[0] != len(keys):
@@ -273,7 +281,6 @@ class EmbeddingCache:
         if self.dim is not None and values.shape[1] != self.dim:
             raise ValueError(f"vectors of width {values.shape[1]}, the cache holds {self.dim}")
         self._load().update(zip(keys, values, strict=True))
-        name = "shard-" + text_key(*keys)[:24] + ".pt"
         header = {
             "format": CACHE_FORMAT,
             "version": CACHE_VERSION,
@@ -285,7 +292,9 @@ class EmbeddingCache:
         }
         payload = {"header": header, "keys": keys, "values": values}
         self.folder.mkdir(parents=True, exist_ok=True)
-        write_atomically(self.folder / name, lambda temp: torch.save(payload, temp))
+        path = self.shard_path(keys)
+        write_atomically(path, lambda temp: torch.save(payload, temp))
+        return path
 
 
 def _difference(stored: object, expected: dict[str, Any]) -> str:

@@ -171,7 +171,9 @@ class HiddenStateCache:
                 "expected"
             )
         if states.dtype != self.dtype or header.get("dtype") != str(self.dtype):
-            raise _BadShard(f"dtype {states.dtype} (header {header.get('dtype')!r}), not {self.dtype}")
+            raise _BadShard(
+                f"dtype {states.dtype} (header {header.get('dtype')!r}), not {self.dtype}"
+            )
         if (
             lengths.dtype != torch.long
             or lengths.shape != (len(keys),)

@@ -15,6 +15,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from probrank.exceptions import InputDataError
 __all__ = [
     "CACHE_SHARD_SIZE",
     "EncoderMode",
+    "EncoderSpec",
     "Pooling",
     "TransformerEncoder",
     "default_model_path",
@@ -128,6 +130,33 @@ def model_revision(path: str | Path) -> str:
     return digest.hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class EncoderSpec:
+    """What it takes to build an equal frozen encoder in another process (a Ray worker): the
+    constructor's arguments, without the cache (the process that owns the cache writes it).
+
+    Attributes:
+        name_or_path: The absolute model folder.
+        mode: ``"cross"`` or ``"bi"``.
+        pooling: ``"cls"`` or ``"mean"``.
+        max_length: Token limit per sequence.
+        batch_size: Sequences per forward pass.
+    """
+
+    name_or_path: str
+    mode: str
+    pooling: str
+    max_length: int
+    batch_size: int
+
+    def build(self, device: str | torch.device | None = None) -> TransformerEncoder:
+        """The encoder (frozen, no cache, no progress bars) on ``device`` (None: CUDA when
+        present, else CPU)."""
+        return TransformerEncoder(
+            **asdict(self), device=device, freeze=True, cache_dir=None, show_progress=False
+        )
+
+
 class TransformerEncoder(nn.Module):
     """A transformer that turns (query, candidate) pairs into feature vectors.
 
@@ -148,6 +177,8 @@ class TransformerEncoder(nn.Module):
             to ``.probrank-cache`` under the project root
             (:func:`probrank.encoders.cache.resolve_cache_dir`).
         show_progress: Show tqdm bars while encoding.
+        shard_size: Texts encoded and written to the disk cache at a time, one shard each
+            (:meth:`pending_shards`; None: :data:`CACHE_SHARD_SIZE`).
     """
 
     def __init__(
@@ -161,6 +192,7 @@ class TransformerEncoder(nn.Module):
         freeze: bool = True,
         cache_dir: str | Path | None = None,
         show_progress: bool = True,
+        shard_size: int | None = None,
     ) -> None:
         super().__init__()
         from transformers import AutoModel, AutoTokenizer
@@ -171,12 +203,17 @@ class TransformerEncoder(nn.Module):
             raise InputDataError(f"max_length must be at least 2, got {max_length}")
         if batch_size < 1:
             raise InputDataError(f"batch_size must be at least 1, got {batch_size}")
+        if shard_size is None:  # read here, not bound at import: tests and callers may set it
+            shard_size = CACHE_SHARD_SIZE
+        if shard_size < 1:
+            raise InputDataError(f"shard_size must be at least 1, got {shard_size}")
         path = Path(name_or_path) if name_or_path is not None else default_model_path()
         if not (path / "config.json").is_file():
             raise InputDataError("not a local transformer model folder (no config.json)", path=path)
         self.path = path
         self.max_length = max_length
         self.batch_size = batch_size
+        self.shard_size = shard_size
         self.freeze = freeze
         self.show_progress = show_progress
         self.device = torch.device(
@@ -234,26 +271,70 @@ class TransformerEncoder(nn.Module):
         self.num_encoded += len(first)
         return self._pool(states, inputs["attention_mask"])
 
-    def _run(self, first: Sequence[str], second: Sequence[str] | None, what: str) -> Tensor:
-        # Without gradients (a frozen encoder, or a fine-tuned one being evaluated) texts of
-        # similar length are batched together (longest first), so that little time goes into
-        # padding; the rows are put back in input order at the end.
+    @property
+    def spec(self) -> EncoderSpec:
+        """The settings that rebuild this encoder elsewhere (:class:`EncoderSpec`)."""
+        return EncoderSpec(
+            str(self.path.resolve()),
+            self.mode.value,
+            self.pooling.value,
+            self.max_length,
+            self.batch_size,
+        )
+
+    def forward_batches(
+        self, first: Sequence[str], second: Sequence[str] | None = None, *, by_length: bool = True
+    ) -> list[list[int]]:
+        """The rows of each forward pass, as :meth:`encode_texts` batches them.
+
+        With ``by_length`` texts of similar length are batched together (longest first, ties in
+        input order), so that little time goes into padding.
+
+        Args:
+            first: `n` texts (queries in cross mode).
+            second: `n` second texts of cross-encoded pairs, or None.
+            by_length: Sort by length (False: input order).
+
+        Returns:
+            Row indices into ``first``, ``batch_size`` (the last fewer) per forward pass.
+        """
         order = list(range(len(first)))
-        by_length = self.freeze or not torch.is_grad_enabled()
         if by_length:
             lengths = [len(first[i]) + (0 if second is None else len(second[i])) for i in order]
             order.sort(key=lambda i: -lengths[i])
+        return [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
+
+    @torch.no_grad()
+    def encode_batch(self, texts: Sequence[str]) -> Tensor:
+        """One forward pass over ``texts`` as they are (no cache, no sorting, no gradients).
+
+        What a worker of a distributed encoding job runs on each batch of
+        :meth:`forward_batches`: its rows are the ones :meth:`encode_texts` computes for those
+        texts in the same pass.
+
+        Args:
+            texts: `b` strings.
+
+        Returns:
+            `b x hidden_size` vectors on the encoder's device.
+        """
+        return self._forward_batch(list(texts), None)
+
+    def _run(self, first: Sequence[str], second: Sequence[str] | None, what: str) -> Tensor:
+        # Without gradients (a frozen encoder, or a fine-tuned one being evaluated) texts of
+        # similar length are batched together (forward_batches); the rows are put back in input
+        # order at the end.
+        by_length = self.freeze or not torch.is_grad_enabled()
+        batches = self.forward_batches(first, second, by_length=by_length)
         chunks = []
-        starts = range(0, len(first), self.batch_size)
         bar = progress_bar(
-            starts,
+            batches,
             desc=f"encoding {what}",
             unit="batch",
-            disable=not self.show_progress or len(starts) <= 1,  # no bar per training step
+            disable=not self.show_progress or len(batches) <= 1,  # no bar per training step
         )
         with torch.set_grad_enabled(not self.freeze and torch.is_grad_enabled()):
-            for start in bar:
-                rows = order[start : start + self.batch_size]
+            for rows in bar:
                 chunks.append(
                     self._forward_batch(
                         [first[i] for i in rows],
@@ -264,10 +345,35 @@ class TransformerEncoder(nn.Module):
             return torch.zeros(0, self.hidden_size, device=self.device)
         stacked = torch.cat(chunks)
         if by_length:
+            order = [i for rows in batches for i in rows]
             inverse = torch.empty(len(order), dtype=torch.long)
             inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(len(order))
             stacked = stacked[inverse.to(stacked.device)]
         return stacked
+
+    def pending_shards(self, keys: Sequence[str]) -> list[list[str]]:
+        """The cache shards that encoding ``keys`` writes: the keys the cache lacks
+        (de-duplicated, in first-seen order) in chunks of ``shard_size``, one shard each.
+
+        Every path that fills the cache (:meth:`encode_texts`, a Ray job of
+        :mod:`probrank.executors`) writes these shards, so the same texts give the same shard
+        files; an interrupted job leaves whole shards, and the next plan holds only the rest.
+
+        Args:
+            keys: Cache keys (:meth:`text_keys`).
+
+        Returns:
+            Lists of keys, one per shard to write (empty without a cache: nothing is written).
+        """
+        if self.cache is None:
+            return []
+        todo = self.cache.missing(keys)
+        return [todo[s : s + self.shard_size] for s in range(0, len(todo), self.shard_size)]
+
+    @staticmethod
+    def text_keys(texts: Sequence[str]) -> list[str]:
+        """The cache key of each text encoded on its own (:meth:`encode_texts`)."""
+        return [text_key("text", t) for t in texts]
 
     def _cached(self, keys: list[str], first: list[str], second: list[str] | None) -> Tensor:
         if self.cache is None:
@@ -275,10 +381,8 @@ class TransformerEncoder(nn.Module):
         index: dict[str, int] = {}
         for i, key in enumerate(keys):
             index.setdefault(key, i)
-        todo = self.cache.missing(keys)
         # written shard by shard, so that an interrupted run keeps what it has encoded
-        for start in range(0, len(todo), CACHE_SHARD_SIZE):
-            chunk = todo[start : start + CACHE_SHARD_SIZE]
+        for chunk in self.pending_shards(keys):
             rows = [index[k] for k in chunk]
             new = self._run(
                 [first[i] for i in rows],
@@ -298,8 +402,7 @@ class TransformerEncoder(nn.Module):
             `n x hidden_size` vectors (from the disk cache where present when frozen).
         """
         texts = list(texts)
-        keys = [text_key("text", t) for t in texts]
-        return self._cached(keys, texts, None)
+        return self._cached(self.text_keys(texts), texts, None)
 
     def encode_pairs(self, queries: Sequence[str], candidates: Sequence[str]) -> Tensor:
         """Features of each (query, candidate) pair.

@@ -41,6 +41,11 @@ if TYPE_CHECKING:
         plot_reliability_diagram,
         reliability_figure,
     )
+    from probrank.evaluation.ranking_calibration import (
+        expected_ranking_calibration_error,
+        gaussian_order_probabilities,
+        order_probabilities_from_draws,
+    )
     from probrank.evaluation.selection import top_runs
     from probrank.evaluation.significance import (
         Correction,
@@ -81,6 +86,14 @@ _LAZY = {
         ["plot_reliability", "plot_reliability_diagram", "reliability_figure"],
         "probrank.evaluation.calibration_plots",
     ),
+    **dict.fromkeys(
+        [
+            "expected_ranking_calibration_error",
+            "gaussian_order_probabilities",
+            "order_probabilities_from_draws",
+        ],
+        "probrank.evaluation.ranking_calibration",
+    ),
     "top_runs": "probrank.evaluation.selection",
     **dict.fromkeys(
         ["Correction", "SignificanceTest", "compare", "paired_test"],
@@ -118,9 +131,12 @@ __all__ = [
     "evaluate_batch",
     "evaluate_per_query",
     "expected_calibration_error",
+    "expected_ranking_calibration_error",
+    "gaussian_order_probabilities",
     "maximum_calibration_error",
     "ndcg_at_k",
     "negative_log_likelihood",
+    "order_probabilities_from_draws",
     "paired_test",
     "parse_measures",
     "plot_posterior_differences",

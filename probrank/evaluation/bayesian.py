@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from probrank._options import parse_enum
 from probrank.data.trec import Qrels, Run
 from probrank.evaluation.bayesian_model import (
     ComparisonPriors,
@@ -403,7 +404,7 @@ def bayesian_compare_scores(
     Returns:
         A :class:`BayesianComparison`.
     """
-    kind = _likelihood(likelihood)
+    kind = parse_enum(Likelihood, likelihood, "likelihood")
     _check_options(rope, interval, num_chains, warmup_steps, num_samples)
     values = torch.as_tensor(np.asarray(scores, dtype=np.float64))
     _check_scores(values, list(systems), list(measures), kind)
@@ -444,14 +445,6 @@ def bayesian_compare_scores(
         likelihood=kind,
         convergence=convergence,
     )
-
-
-def _likelihood(value: Likelihood | str) -> Likelihood:
-    try:
-        return Likelihood(value)
-    except ValueError:
-        choices = ", ".join(repr(m.value) for m in Likelihood)
-        raise InputDataError(f"likelihood must be one of {choices}, got {value!r}") from None
 
 
 def _check_scores(

@@ -5,8 +5,9 @@ One subpackage per protocol, each reading its typed config and calling the model
 
 * :mod:`~probrank.experiments.qlfusion_cv`: ``qlfusion_cv``, QLFusion by cross-validation over
   topics;
-* :mod:`~probrank.experiments.gpf`: ``gpf_ranker`` (frozen encoder) and ``gpf_finetune`` (end
-  to end), calibrated relevance in domain and under shift;
+* :mod:`~probrank.experiments.gpf`: ``gpf_ranker`` (frozen encoder), ``gpf_finetune`` (end
+  to end) and ``gpf_top_layers`` (the top layers on cached states), calibrated relevance in
+  domain and under shift;
 * :mod:`~probrank.experiments.mediqa`: ``mediqa_multitask``, the MEDIQA 2019 Task 3 protocol;
 * :mod:`~probrank.experiments.interactive`: ``interactive``, simulated sessions (also the
   ``probrank interactive`` command).
@@ -32,7 +33,7 @@ from probrank._config import check_config, locate_key, read_toml
 from probrank.exceptions import InputDataError
 from probrank.experiments.results import ExperimentResult
 
-__all__ = ["PROTOCOLS", "ExperimentResult", "load_config", "run_experiment"]
+__all__ = ["PROTOCOLS", "RAY_PROTOCOLS", "ExperimentResult", "load_config", "run_experiment"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,12 +41,20 @@ PROTOCOLS: dict[str, str] = {
     "qlfusion_cv": "probrank.experiments.qlfusion_cv.protocol:run",
     "gpf_ranker": "probrank.experiments.gpf.frozen:run",
     "gpf_finetune": "probrank.experiments.gpf.finetune:run",
+    "gpf_top_layers": "probrank.experiments.gpf.top_layers:run",
     "mediqa_multitask": "probrank.experiments.mediqa.protocol:run",
     "interactive": "probrank.experiments.interactive.protocol:run",
     "cascade": "probrank.experiments.cascade.protocol:run",
 }
 """Each protocol's function, ``"module:function"``, by the name configs give it; its schema
 is :data:`probrank.experiments.schemas.SCHEMAS` under the same name."""
+
+RAY_PROTOCOLS = frozenset(
+    {"qlfusion_cv", "gpf_ranker", "gpf_finetune", "mediqa_multitask", "interactive", "cascade"}
+)
+"""The protocols whose tasks run on the Ray executor (``[experiment] executor = "ray"``,
+``--executor ray``; :mod:`probrank.executors`) with the local executor's results; the others
+refuse it."""
 
 
 class ProtocolFn(Protocol):
@@ -108,6 +117,8 @@ def run_experiment(
     threads: int | None = None,
     out: str | Path | None = None,
     update_card: bool = False,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> ExperimentResult:
     """Run the experiment a config describes, write its results, and return them.
 
@@ -123,6 +134,10 @@ def run_experiment(
         update_card: Also write the results into the model card's folder (``[output] folder``
             beside the config, default ``results/``), replacing the committed ones. Refused
             for smoke runs.
+        executor: Where the protocol's tasks run, ``"local"`` or ``"ray"``, in place of the
+            config's ``[experiment] executor`` (None: the config's, else local).
+        ray_address: The Ray cluster, in place of the config's ``[experiment] ray_address``
+            (None: the config's, else a local Ray instance; ``"auto"``: the running cluster).
 
     Returns:
         The results; ``files`` lists what was written.
@@ -150,7 +165,22 @@ def run_experiment(
     config = load_config(path)
     if threads is not None:
         config = {**config, "experiment": {**config["experiment"], "threads": threads}}
+    overrides = {"executor": executor, "ray_address": ray_address}
+    if any(value is not None for value in overrides.values()):
+        given = {key: value for key, value in overrides.items() if value is not None}
+        config = {**config, "experiment": {**config["experiment"], **given}}
     protocol = config["experiment"]["protocol"]
+    from probrank.executors import ExecutorKind, ExecutorSettings
+
+    where = ExecutorSettings.from_table(config["experiment"])  # checked before any work
+    if where.kind is ExecutorKind.RAY:
+        if protocol not in RAY_PROTOCOLS:
+            raise InputDataError(
+                f"protocol {protocol!r} runs on the local executor only", path=path
+            )
+        from probrank.executors.ray_cluster import import_ray
+
+        import_ray()  # a missing extra is an error before any work
     card = card_folder(config, path) if update_card else None
     output = None
     if out is not None or card is not None:

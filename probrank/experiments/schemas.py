@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from probrank.experiments.cascade.config import CascadeConfig
 from probrank.experiments.gpf.config import GPFFinetuneConfig, GPFRankerConfig
+from probrank.experiments.gpf.top_layers_config import GPFTopLayersConfig
 from probrank.experiments.interactive.config import InteractiveConfig
 from probrank.experiments.mediqa.config import MediqaMultitaskConfig
 from probrank.experiments.qlfusion_cv.config import QLFusionConfig
@@ -20,6 +21,7 @@ __all__ = [
     "CascadeConfig",
     "GPFFinetuneConfig",
     "GPFRankerConfig",
+    "GPFTopLayersConfig",
     "InteractiveConfig",
     "MediqaMultitaskConfig",
     "QLFusionConfig",
@@ -29,6 +31,7 @@ SCHEMAS: dict[str, type] = {
     "qlfusion_cv": QLFusionConfig,
     "gpf_ranker": GPFRankerConfig,
     "gpf_finetune": GPFFinetuneConfig,
+    "gpf_top_layers": GPFTopLayersConfig,
     "mediqa_multitask": MediqaMultitaskConfig,
     "interactive": InteractiveConfig,
     "cascade": CascadeConfig,

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 from probrank._config import NonEmpty, Range
 from probrank.encoders.transformer import EncoderMode, Pooling
+from probrank.executors.base import ExecutorKind
 
 __all__ = [
     "Encoder",
@@ -62,11 +63,14 @@ Epochs = Annotated[list[PositiveInt], NonEmpty()]
 
 @dataclass(frozen=True)
 class Experiment:
-    """``[experiment]``: the protocol's name, the table's title, torch's threads."""
+    """``[experiment]``: the protocol's name, the table's title, torch's threads, and where the
+    protocol's tasks run (:mod:`probrank.executors`)."""
 
     protocol: str
     title: str | None = None  # default "<protocol>: <config stem>"
     threads: PositiveInt | None = None  # default: the protocol's (1 or 2)
+    executor: Annotated[str, OneOf.enum(ExecutorKind)] | None = None  # default "local"
+    ray_address: Annotated[str, NonEmpty()] | None = None  # default: a local Ray instance
 
 
 @dataclass(frozen=True)

@@ -38,11 +38,11 @@ probrank process (pid N)`` (the pid read from ``/proc/locks`` where there is one
 Torn last line. A crash during an append can leave a final line without its ``\\n``. Such a line
 was never acknowledged (the append had not returned), so :func:`read_log` drops it with a
 :class:`TornLogWarning`, and opening the log for appending (:meth:`SessionLog.reopen`, under the
-lock) truncates the file back to the end of the last complete line. A file without one complete
-line (empty, or only part of a header: never a file :meth:`SessionLog.create` made) is not a
-log: it raises one :class:`~probrank.exceptions.InputDataError`, with no warning before it. A complete line
+lock) truncates the file back to the end of the last complete line. A complete line
 (``\\n``-terminated) that is not a valid event is corruption, not a torn write: it raises
-:class:`~probrank.exceptions.InputDataError` naming the file and the line.
+:class:`~probrank.exceptions.InputDataError` naming the file and the line. A file without one
+complete line (empty, or only part of a header: never a file :meth:`SessionLog.create` made) is
+not a log: it raises one :class:`~probrank.exceptions.InputDataError`, with no warning first.
 """
 
 from __future__ import annotations
@@ -195,12 +195,14 @@ def check_new_log(path: str | os.PathLike[str]) -> None:
     an existing file (or folder) of that name is an error at once, not after that work.
 
     Raises:
-        InputDataError: The folder is missing, or ``path`` exists already (resume it instead;
-            "in use" when another process holds it).
+        InputDataError: The folder is missing, ``path`` is a folder, or ``path`` exists already
+            (resume it instead; "in use" when another process holds it).
     """
     target = Path(path)
     if not target.parent.is_dir():
         raise InputDataError("folder of the session log does not exist", path=target)
+    if target.is_dir():
+        raise InputDataError("session log is a folder; give a file name", path=target)
     if target.exists() or target.is_symlink():
         raise _exists(target)
 
@@ -224,7 +226,7 @@ class SessionLog:
 
         Raises:
             InputDataError: The file exists already (resume it instead), another process holds
-                it, or its folder is missing.
+                it, it is a folder, or its folder is missing (:func:`check_new_log`).
         """
         target = Path(path)
         check_new_log(target)

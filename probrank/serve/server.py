@@ -14,6 +14,7 @@ import os
 import socket
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TextIO
 
 from probrank.exceptions import InputDataError
@@ -137,6 +138,8 @@ def serve(options: ServeOptions, *, out: TextIO | None = None) -> None:
     from probrank.serve.store import JudgementStore
 
     out = out or sys.stdout
+    if not Path(options.db).parent.is_dir():  # before the data and the model are loaded
+        raise InputDataError("the database's folder does not exist", path=options.db)
     torch.set_num_threads(options.threads)
     trec = (options.topics, options.run, options.documents)
     if any(trec):

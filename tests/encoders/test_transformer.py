@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -152,3 +153,38 @@ def test_documented_defaults_are_the_real_ones() -> None:
     assert (defaults["mode"].default.value, defaults["pooling"].default.value) == ("cross", "cls")
     doc = " ".join((TransformerEncoder.__doc__ or "").split())
     assert '``"cross"`` (the default' in doc and '``"cls"`` (the default)' in doc
+
+
+def test_loading_a_model_writes_nothing_and_restores_transformers_settings(
+    tiny_bert: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """No "Loading weights" bar or log line of transformers on stderr (an error line after a
+    model load stays the only line); a notebook's transformers settings hold afterwards."""
+    import logging
+
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    logger = hf_logging.get_logger()
+    level = logger.level
+    set_hook = getattr(hf_logging, "set_tqdm_hook", None)
+
+    def hook(factory: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return factory(*args, **kwargs)
+
+    previous = set_hook(hook) if set_hook is not None else None
+    logger.setLevel(logging.INFO)  # a notebook that asked for everything
+    try:
+        capfd.readouterr()
+        TransformerEncoder(tiny_bert, show_progress=False)
+        assert capfd.readouterr() == ("", "")
+        assert logger.level == logging.INFO
+        if set_hook is not None:
+            assert set_hook(hook) is hook  # the notebook's hook is back
+        if hf_logging.is_progress_bar_enabled():  # the same load outside probrank draws it
+            AutoModel.from_pretrained(str(tiny_bert))
+            assert "Loading weights" in capfd.readouterr().err
+    finally:
+        if set_hook is not None:
+            set_hook(previous)
+        logger.setLevel(level)

@@ -21,7 +21,16 @@ from tests.encoders.conftest import make_tiny_bert
 CONFIGS = Path(__file__).resolve().parents[2] / "models" / "cascade"
 
 
-@pytest.mark.parametrize("name", ["vaswani", "liveqa_medquad"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "vaswani",
+        "liveqa_medquad",
+        "ablations/vaswani_pair",
+        "ablations/vaswani_pair_dense",
+        "ablations/liveqa_medquad_pair",
+    ],
+)
 def test_configs_match_the_schema(name: str) -> None:
     config = load_config(CONFIGS / f"{name}.toml")
     assert config["experiment"]["protocol"] == "cascade"

@@ -211,7 +211,7 @@ def test_a_new_log_path_is_checked_without_creating_anything(tmp_path: Path) -> 
     (tmp_path / "logs").mkdir()
     cases = {
         taken: "session log exists already",
-        tmp_path / "logs": "session log exists already",
+        tmp_path / "logs": "session log is a folder; give a file name",
         tmp_path / "missing" / "s.jsonl": "folder of the session log does not exist",
         taken / "s.jsonl": "folder of the session log does not exist",  # under a file
     }

@@ -57,6 +57,17 @@ def _eval_option(name: str, options: tuple[str, ...], *expect: str) -> CliCase:
     )
 
 
+def _bayes(name: str, options: tuple[str, ...], *expect: str) -> CliCase:
+    """``eval --compare --bayesian`` with a bad option: refused before any sampling."""
+    return CliCase(
+        f"eval-bayesian-{name}",
+        "eval",
+        ("eval", "{d}/qrels", "{d}/a.run", "{d}/b.run", "--compare", "--bayesian", *options),
+        expect,
+        {"qrels": GOOD_QRELS, "a.run": GOOD_RUN, "b.run": GOOD_RUN_B},
+    )
+
+
 GOOD_CRLF = GOOD_RUN.replace("\n", "\r\n")
 
 EVAL_CASES = [
@@ -126,6 +137,19 @@ EVAL_CASES = [
     _eval_option("l-negative", ("-l", "-1"), "argument -l/--level: must be an integer >= 0"),
     _eval_option("l-fraction", ("-l", "1.5"), "argument -l/--level"),
     _eval_option("unknown-test", ("--compare", "--test", "z"), "argument --test: invalid choice"),
+    _eval_option("bayesian-without-compare", ("--bayesian",), "--bayesian needs --compare"),
+    _eval_option("rope-without-bayesian", ("--rope", "0.02"), "--rope: only with --compare"),
+    _eval_option("compare-one-run", ("--compare",), "needs a baseline run and at least one"),
+    _bayes("rope-zero", ("--rope", "0"), "argument --rope"),
+    _bayes("rope-word", ("--rope", "wide"), "argument --rope"),
+    _bayes("rope-nan", ("--rope", "nan"), "argument --rope"),
+    _bayes("chains-zero", ("--chains", "0"), "argument --chains"),
+    _bayes("draws-negative", ("--draws", "-5"), "argument --draws"),
+    _bayes("warmup-fraction", ("--warmup", "1.5"), "argument --warmup"),
+    _bayes("seed-word", ("--seed", "x"), "argument --seed"),
+    _bayes("plot-in-missing-folder", ("--plot", "{d}/no/such/p.png"), "no/such"),
+    _bayes("plot-is-a-folder", ("--plot", "{d}"), "is a folder, not a file"),
+    _bayes("only-counts", ("-m", "num_q", "num_ret"), "-m gave only counts"),
     CliCase(
         "eval-no-run",
         "eval",

@@ -125,6 +125,7 @@ INTERACTIVE_CASES = [
         "log-is-a-folder",
         (*HUMAN[1:], "--question", "T0", "--log", "{d}/logs"),
         "{d}/logs",
+        "session log is a folder",
         files={"logs": FOLDER},
     ),
     _interactive(

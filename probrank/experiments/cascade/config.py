@@ -89,6 +89,10 @@ class SecondStageTable:
     model: Annotated[str, OneOf(("gpf", "multitask"))] | None = None  # default "gpf"
     depth: PositiveInt | None = None  # documents reranked per topic, default 100
     folds: Annotated[int, Range(2)] | None = None  # default 5
+    # the encoder's (u, v, u*v, |u-v|) pair features as inputs (default true; false: gpf only)
+    pair_features: bool | None = None
+    # the query-document cosine, its min-max within the topic and log rank (default false)
+    dense_features: bool | None = None
     gpf: GPFTable | None = None
     multitask: MultiTaskTable | None = None
 

@@ -10,7 +10,9 @@ Per seed ``s`` (``probrank experiment CONFIG --seeds N``):
    so a second run encodes nothing).
 3. :func:`probrank.retrieval.cascade.run_cascade`: each topic's top ``depth`` documents are
    rescored by the second stage (``gpf``: :class:`~probrank.models.GPFRanker` over the
-   encoder's features plus the BM25 score features; ``multitask``:
+   encoder's pair features (none with ``pair_features = false``) plus the BM25 score features
+   and, with ``dense_features = true``, the query-document cosine features
+   (:mod:`probrank.retrieval.features`); ``multitask``:
    :class:`~probrank.models.MultiTaskRanker`) fitted on the other folds' topics (fold split
    and models seeded by ``s``), ranked by posterior mean P(relevant) (``rerank``) and by the
    risk-aware criterion (``risk``).
@@ -26,6 +28,14 @@ Per seed ``s`` (``probrank experiment CONFIG --seeds N``):
 
 With a run folder (``--out DIR``) the three runs of seed 0 are written there as
 ``bm25.run``, ``rerank.run`` and ``risk.run`` beside the results JSON.
+
+What runs in parallel (``[experiment] executor = "ray"``): the collection's encoding (a Ray
+Data actor pool, :func:`probrank.executors.encoding.encode_collection`, writing the cache shards
+the local path writes) and one task per seed (steps 3 and 4). Before the seeds, every text the
+second stage encodes (each judged topic and its top ``depth`` documents) is put in the encoder's
+cache here, on either executor, so every seed reads the same vectors; a Ray task builds its own
+encoder from ``[encoder]`` and reads them from the cache folder (shared by the nodes, or the
+task encodes the texts its node lacks).
 """
 
 from __future__ import annotations
@@ -37,7 +47,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from probrank.data.candidates import CandidateList
 from probrank.data.trec import Qrels, Run
@@ -48,6 +57,8 @@ from probrank.evaluation.ranking_calibration import (
     gaussian_order_probabilities,
     score_order_probabilities,
 )
+from probrank.exceptions import InputDataError
+from probrank.executors import ExecutorKind, ExecutorSettings, Task, open_executor
 from probrank.experiments.cascade.collections import TestCollection, load_collection
 from probrank.experiments.results import ExperimentResult
 from probrank.retrieval.analysis import Analyzer
@@ -88,22 +99,31 @@ def _make_reranker(second: dict[str, Any], encoder: Any, seed: int, smoke: bool)
     from probrank.models.gpf_ranker.model import GPFRankerSettings
     from probrank.models.multitask.model import MultiTaskSettings
     from probrank.models.rerankers import GPFReranker, MultiTaskReranker
+    from probrank.retrieval.features import SideFeatureReranker, SideFeaturesOnly
 
     kind = second.get("model", "gpf")
     options = dict(second.get(kind, {}))
     for key in ("gammas", "epochs", "ranking_weights"):
         if key in options:
             options[key] = tuple(options[key])
+    make: Any
     if kind == "gpf":
         if smoke:
             options.update(epochs=(1,), gammas=(2.0,), num_features=64, hidden=32)
         settings = GPFRankerSettings(**options, seed=seed)
-        return lambda: GPFReranker(settings, encoder)
-    if smoke:
-        options.update(max_epochs=5, patience=2, hidden=8, posterior_samples=20)
-    options.setdefault("progress", False)
-    multitask = MultiTaskSettings(**options, seed=seed)
-    return lambda: MultiTaskReranker(multitask, encoder)
+        pairs: Any = encoder if second.get("pair_features", True) else SideFeaturesOnly(encoder)
+        make = lambda: GPFReranker(settings, pairs)  # noqa: E731
+    else:
+        if not second.get("pair_features", True):
+            raise InputDataError("pair_features = false needs [second_stage] model = 'gpf'")
+        if smoke:
+            options.update(max_epochs=5, patience=2, hidden=8, posterior_samples=20)
+        options.setdefault("progress", False)
+        multitask = MultiTaskSettings(**options, seed=seed)
+        make = lambda: MultiTaskReranker(multitask, encoder)  # noqa: E731
+    if second.get("dense_features", False):
+        return lambda: SideFeatureReranker(make(), encoder)
+    return make
 
 
 def _bm25_probabilities(
@@ -227,6 +247,54 @@ def _smoke(data: TestCollection) -> TestCollection:
     )
 
 
+def _second_stage_texts(
+    bm25_run: Run, data: TestCollection, depth: int, relevance_level: int
+) -> list[str]:
+    """Every distinct text the second stage encodes: the judged topics and their top
+    ``depth`` documents (as :func:`~probrank.retrieval.cascade.run_cascade` builds them)."""
+    judged = Run({q: bm25_run[q] for q in bm25_run if q in data.qrels and len(bm25_run[q])})
+    lists = CandidateList.from_trec(
+        dict(data.topics),
+        judged,
+        data.collection,
+        data.qrels,
+        depth=depth,
+        relevance_level=relevance_level,
+    )
+    return list(dict.fromkeys(t for item in lists for t in (item.query, *item.candidates)))
+
+
+def _cascade_seed(
+    encoder: Any,
+    encoder_table: dict[str, Any] | None,
+    config_path: Path,
+    bm25_run: Run,
+    data: TestCollection,
+    second: dict[str, Any],
+    settings: CascadeSettings,
+    smoke: bool,
+    n_bins: int,
+    progress: bool,
+) -> tuple[dict[str, dict[str, float]], CascadeResult]:
+    """One task: the cascade of one seed and its measures per stage (``encoder`` None: build
+    it from ``encoder_table``, reading the shared cache)."""
+    from probrank.encoders.config import encoder_from_config
+
+    if encoder is None:
+        encoder = encoder_from_config(encoder_table, config_path, show_progress=False)
+    make = _make_reranker(second, encoder, settings.seed, smoke)
+    result = run_cascade(
+        bm25_run,
+        data.topics,
+        data.collection,
+        data.qrels,
+        make,
+        settings,
+        progress=progress,
+    )
+    return _stage_measures(result, data.qrels, settings.seed, n_bins), result
+
+
 def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
     """Run the cascade a config describes (see the module docstring)."""
     from probrank.encoders.config import encoder_from_config
@@ -238,7 +306,10 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     ranking = dict(config.get("ranking", {}))
     n_bins = int(config.get("evaluation", {}).get("n_bins", 10))
     table = config["collection"]
-    with num_threads(int(experiment.get("threads", 2))):
+    threads = int(experiment.get("threads", 2))
+    executor_settings = ExecutorSettings.from_table(experiment)
+    local = executor_settings.kind is ExecutorKind.LOCAL
+    with num_threads(threads):
         data = load_collection(table["name"], table.get("data_dir"), progress=not quiet)
         if smoke:
             data = _smoke(data)
@@ -247,15 +318,23 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         index, built = open_or_build(index_dir, data.collection, bm25_settings, progress=not quiet)
         bm25_run = index.search(data.topics, k=int(first.get("k", 1000)), name="bm25")
         encoder = encoder_from_config(config.get("encoder"), config_path, show_progress=not quiet)
+        encoded_collection = 0
         if not smoke:  # the whole collection, once (cached on disk)
-            encoder.encode_texts(data.collection.texts)
-        encoded_collection = encoder.num_encoded
+            from probrank.executors.encoding import encode_collection
+
+            report = encode_collection(
+                encoder,
+                data.collection.texts,
+                executor=executor_settings,
+                threads_per_worker=threads,
+                progress=not quiet,
+            )
+            encoded_collection = report.encoded
         depth = int(second.get("depth", 100))
         values: dict[str, dict[str, list[float]]] = {s: {m: [] for m in MEASURES} for s in STAGES}
         data_out: dict[str, Any] = {}
-        bar = tqdm(range(seeds), desc="seeds", unit="seed", disable=quiet or seeds == 1)
-        for seed in bar:
-            settings = CascadeSettings(
+        per_seed = [
+            CascadeSettings(
                 depth=min(depth, 10) if smoke else depth,
                 folds=2 if smoke else int(second.get("folds", 5)),
                 criterion=ranking.get("criterion", "cvar"),
@@ -264,17 +343,34 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
                 num_draws=int(ranking.get("num_draws", 1000)),
                 seed=seed,
             )
-            make = _make_reranker(second, encoder, seed, smoke)
-            result = run_cascade(
-                bm25_run,
-                data.topics,
-                data.collection,
-                data.qrels,
-                make,
-                settings,
-                progress=not quiet,
-            )
-            for stage, measures in _stage_measures(result, data.qrels, seed, n_bins).items():
+            for seed in range(seeds)
+        ]
+        level = per_seed[0].relevance_level
+        encoder.encode_texts(_second_stage_texts(bm25_run, data, per_seed[0].depth, level))
+        with open_executor(executor_settings) as executor:
+            shared = [executor.share(v) for v in (bm25_run, data)]
+            tasks = [
+                Task(
+                    f"seed {settings.seed}",
+                    _cascade_seed,
+                    (
+                        encoder if local else None,
+                        config.get("encoder"),
+                        config_path,
+                        *shared,
+                        second,
+                        settings,
+                        smoke,
+                        n_bins,
+                        not quiet and local and seeds == 1,
+                    ),
+                    threads=threads,
+                )
+                for settings in per_seed
+            ]
+            outcomes = executor.map(tasks, desc="seeds", progress=not quiet and seeds > 1)
+        for seed, (stage_measures, result) in enumerate(outcomes):
+            for stage, measures in stage_measures.items():
                 for measure, value in measures.items():
                     values[stage][measure].append(value)
             if seed == 0:
@@ -292,8 +388,11 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         f"encoder {encoder.path.name} ({encoder.mode.value}, {encoder.pooling.value} pooling, "
         f"max_length {encoder.max_length}); {encoded_collection} collection texts encoded in "
         "this run (the rest came from the cache)",
-        f"second stage {second.get('model', 'gpf')} over the top {depth} documents, "
-        f"{second.get('folds', 5)}-fold cross-validation over topics; risk run: "
+        f"second stage {second.get('model', 'gpf')} over the top {depth} documents (features: "
+        + ("encoder pair features, " if second.get("pair_features", True) else "")
+        + "BM25 score features"
+        + (", query-document cosine features" if second.get("dense_features", False) else "")
+        + f"), {second.get('folds', 5)}-fold cross-validation over topics; risk run: "
         f"{ranking.get('criterion', 'cvar')} (alpha {ranking.get('alpha', 0.1)}, lambda "
         f"{ranking.get('risk_aversion', 1.0)})",
         f"ranking measures over the {evaluated} topics with a relevant document; ECE "
@@ -307,6 +406,11 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         data=data_out,
         settings={
             "first_stage": bm25_settings.to_json(),
-            "second_stage": {"model": second.get("model", "gpf"), "depth": depth},
+            "second_stage": {
+                "model": second.get("model", "gpf"),
+                "depth": depth,
+                "pair_features": bool(second.get("pair_features", True)),
+                "dense_features": bool(second.get("dense_features", False)),
+            },
         },
     )

@@ -3,6 +3,9 @@
 * :mod:`~probrank.experiments.gpf.frozen`: ``gpf_ranker``, five heads on one frozen encoder;
 * :mod:`~probrank.experiments.gpf.finetune`: ``gpf_finetune``, encoder and head fine-tuned end
   to end;
+* :mod:`~probrank.experiments.gpf.top_layers`: ``gpf_top_layers``, the top encoder layers and
+  head fine-tuned on cached lower-layer states (schema in
+  :mod:`~probrank.experiments.gpf.top_layers_config`);
 * :mod:`~probrank.experiments.gpf.data`: the ``"dataset:split"`` splits and pair features;
 * :mod:`~probrank.experiments.gpf.measures`: the heads compared and the measures reported;
 * :mod:`~probrank.experiments.gpf.config`: the configs' typed schemas.

@@ -25,6 +25,11 @@ test or shift set, without and with the temperature) are written with the run's 
 
 On a CPU this is slow (MiniLM at 128 tokens: about 2 s per step of 16 pairs on 2 cores); it
 uses CUDA when present.
+
+What runs in parallel (``[experiment] executor = "ray"``): one task per (seed, head), each a
+whole fine-tuning run (one GPU each where the cluster has GPUs); every task seeds itself
+(``torch.manual_seed(seed)`` and the seeded batch order), so the results equal the local
+executor's on the same hardware.
 """
 
 from __future__ import annotations
@@ -36,10 +41,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from probrank._progress import progress_bar
 from probrank.data.candidates import CandidateList, num_pairs, pair_texts
 from probrank.evaluation.calibration_plots import reliability_figure
 from probrank.exceptions import InputDataError
+from probrank.executors import ExecutorKind, ExecutorSettings, Task, open_executor
 from probrank.experiments.gpf.data import load_split
 from probrank.experiments.gpf.measures import FINE_TUNED_HEADS, MEASURES, evaluate_head
 from probrank.experiments.results import ExperimentResult
@@ -145,7 +150,8 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     """Fine-tune and evaluate the configured heads over ``seeds`` seeds (see the module doc)."""
     from probrank.nn.calibration import DEFAULT_MEAN_FIELD_FACTORS
 
-    torch.set_num_threads(int(config.get("experiment", {}).get("threads", 2)))
+    threads = int(config.get("experiment", {}).get("threads", 2))
+    torch.set_num_threads(threads)
     data = config.get("data", {})
     names = config.get("heads", {}).get("names", list(FINE_TUNED_HEADS))
     unknown = [n for n in names if n not in FINE_TUNED_HEADS]
@@ -184,15 +190,22 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     values: dict[str, dict[str, list[float]]] = {r: {m: [] for m in measures} for r in rows}
     chosen: dict[str, dict[str, float]] = {}
     seed0: dict[str, dict[str, Tensor]] = {target: {} for target in targets}
-    bar = progress_bar(
-        [(seed, name) for seed in range(seeds) for name in names],
-        desc="fine-tuned heads",
-        unit="head",
-        disable=quiet,
-    )
-    for seed, name in bar:
-        bar.set_postfix_str(f"seed {seed}, {name}")
-        checkpoints, scored = _fine_tune_one(name, seed, config, splits, shifts, not quiet)
+    pairs = [(seed, name) for seed in range(seeds) for name in names]
+    with open_executor(ExecutorSettings.from_table(config.get("experiment"))) as executor:
+        local = executor.kind is ExecutorKind.LOCAL
+        shared = executor.share(splits)
+        tasks = [
+            Task(
+                f"seed {seed}, {name}",
+                _fine_tune_one,
+                (name, seed, config, shared, shifts, not quiet and local),
+                threads=threads,
+                gpu=True,
+            )
+            for seed, name in pairs
+        ]
+        tuned = executor.map(tasks, desc="fine-tuned heads", progress=not quiet)
+    for (seed, name), (checkpoints, scored) in zip(pairs, tuned, strict=True):
         for family in (Family.PLAIN, Family.TEMPERATURE):
             selection = select(name, checkpoints, splits["validation"].labels, family, factors)
             chosen[f"{_row(name, family, 'test')} (seed {seed})"] = selection.settings

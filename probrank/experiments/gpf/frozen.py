@@ -14,19 +14,25 @@ least one relevant candidate, and ``accuracy`` (threshold 0.5), ``ECE`` (10 bins
 ``Brier`` and ``NLL`` over all (query, candidate) pairs. The per-seed values, the selections
 and seed 0's reliability diagrams are written with the run's results
 (:mod:`probrank.experiments.provenance`).
+
+What runs in parallel (``[experiment] executor = "ray"``): one task per (seed, head), each
+training the head's grid and selecting on validation from the standardised features, which are
+encoded once here and shared; every task seeds itself, so the results equal the local
+executor's.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from torch import Tensor
 
-from probrank._progress import progress_bar
-from probrank.data.candidates import num_pairs
+from probrank.data.candidates import CandidateList, num_pairs
 from probrank.evaluation.calibration_plots import reliability_figure
 from probrank.exceptions import InputDataError
+from probrank.executors import ExecutorSettings, Task, open_executor
 from probrank.experiments.gpf.data import load_split, pair_features
 from probrank.experiments.gpf.measures import HEADS, MEASURES, evaluate_head
 from probrank.experiments.results import ExperimentResult
@@ -68,11 +74,78 @@ def _gammas(options: dict[str, Any], name: str) -> list[float | None]:
     return [check_focal_gamma(float(g)) for g in values]
 
 
+@dataclass(frozen=True)
+class _Features:
+    """The standardised features and labels of the three splits (shared by every task)."""
+
+    x_train: Tensor
+    y_train: Tensor
+    x_val: Tensor
+    y_val: Tensor
+    x_test: Tensor
+    y_test: Tensor
+    test_lists: list[CandidateList]
+
+
+@dataclass(frozen=True)
+class _HeadOutcome:
+    """What one (seed, head) task sends back."""
+
+    epochs: list[int]
+    chosen: dict[str, dict[str, float]]  # row -> selected settings
+    scores: dict[str, dict[str, float]]  # row -> measure -> value
+    probs: dict[str, Tensor]  # row -> test probabilities (seed 0 only)
+
+
+def _fit_head(
+    data: _Features,
+    name: str,
+    seed: int,
+    heads_cfg: dict[str, Any],
+    families: list[Family],
+    factors: list[float],
+    measures: list[str],
+    smoke: bool,
+) -> _HeadOutcome:
+    """One task: train ``name``'s grid for ``seed``, select per family on validation, score
+    the test set."""
+    options = _head_options(heads_cfg, name)
+    if smoke and name in GP_HEADS:
+        options["num_features"] = 64
+    gammas = _gammas(options, name)
+    if smoke:
+        gammas = gammas[:1]
+    grid = [{**options, "seed": seed, **({} if g is None else {"gamma": g})} for g in gammas]
+    settings = _fit_settings(heads_cfg, name)
+    epochs_grid = [1] if smoke else [int(e) for e in settings.pop("epochs", [5, 15])]
+    checkpoints = train_checkpoints(
+        name,
+        data.x_train.shape[1],
+        grid,
+        (data.x_train, data.y_train),
+        data.x_val,
+        epochs_grid,
+        FitOptions(seed=seed, **settings),
+    )
+    outcome = _HeadOutcome(epochs_grid, {}, {}, {})
+    for family in families:
+        selection = select(name, checkpoints, data.y_val, family, factors)
+        row = _row(name, family)
+        outcome.chosen[row] = selection.settings
+        head = restore(name, data.x_train.shape[1], selection)
+        probs = head.predict_proba(data.x_test).detach().double()
+        outcome.scores[row] = evaluate_head(probs, data.y_test.double(), data.test_lists, measures)
+        if seed == 0:
+            outcome.probs[row] = probs
+    return outcome
+
+
 def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
     """Train and evaluate the configured heads over ``seeds`` seeds (see the module doc)."""
     import torch
 
-    torch.set_num_threads(int(config.get("experiment", {}).get("threads", 2)))
+    threads = int(config.get("experiment", {}).get("threads", 2))
+    torch.set_num_threads(threads)
     data = config.get("data", {})
     heads_cfg = config.get("heads", {})
     names = heads_cfg.get("names", list(HEADS))
@@ -113,52 +186,35 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     mean = splits["train"][1].mean(0)
     std = splits["train"][1].std(0).clamp_min(1e-6)
     standard = {role: ((f - mean) / std, y) for role, (_, f, y) in splits.items()}
-    x_train, y_train = standard["train"]
-    x_val, y_val = standard["validation"]
-    x_test, y_test = standard["test"]
+    prepared = _Features(
+        *standard["train"], *standard["validation"], *standard["test"], splits["test"][0]
+    )
     rows = [_row(n, f) for n in names for f in families]
     values: dict[str, dict[str, list[float]]] = {r: {m: [] for m in measures} for r in rows}
     chosen: dict[str, dict[str, float]] = {}
     test_probs: dict[str, Tensor] = {}
     epochs_used: dict[str, list[int]] = {}
-    bar = progress_bar(
-        [(seed, name) for seed in range(seeds) for name in names],
-        desc="heads",
-        unit="head",
-        disable=bool(config.get("experiment", {}).get("quiet", False)),
-    )
-    for seed, name in bar:
-        bar.set_postfix_str(f"seed {seed}, {name}")
-        options = _head_options(heads_cfg, name)
-        if smoke and name in GP_HEADS:
-            options["num_features"] = 64
-        gammas = _gammas(options, name)
-        if smoke:
-            gammas = gammas[:1]
-        grid = [{**options, "seed": seed, **({} if g is None else {"gamma": g})} for g in gammas]
-        settings = _fit_settings(heads_cfg, name)
-        epochs_grid = [1] if smoke else [int(e) for e in settings.pop("epochs", [5, 15])]
-        epochs_used[name] = epochs_grid
-        checkpoints = train_checkpoints(
-            name,
-            x_train.shape[1],
-            grid,
-            (x_train, y_train),
-            x_val,
-            epochs_grid,
-            FitOptions(seed=seed, **settings),
-        )
-        for family in families:
-            selection = select(name, checkpoints, y_val, family, factors)
-            row = _row(name, family)
-            chosen[f"{row} (seed {seed})"] = selection.settings
-            head = restore(name, x_train.shape[1], selection)
-            probs = head.predict_proba(x_test).detach().double()
-            scores = evaluate_head(probs, y_test.double(), splits["test"][0], measures)
-            for measure, value in scores.items():
+    pairs = [(seed, name) for seed in range(seeds) for name in names]
+    with open_executor(ExecutorSettings.from_table(config.get("experiment"))) as executor:
+        shared = executor.share(prepared)
+        tasks = [
+            Task(
+                f"seed {seed}, {name}",
+                _fit_head,
+                (shared, name, seed, heads_cfg, families, factors, measures, smoke),
+                threads=threads,
+            )
+            for seed, name in pairs
+        ]
+        quiet = bool(config.get("experiment", {}).get("quiet", False))
+        outcomes = executor.map(tasks, desc="heads", progress=not quiet)
+    for (seed, name), outcome in zip(pairs, outcomes, strict=True):
+        epochs_used[name] = outcome.epochs
+        for row, settings_chosen in outcome.chosen.items():
+            chosen[f"{row} (seed {seed})"] = settings_chosen
+            for measure, value in outcome.scores[row].items():
                 values[row][measure].append(value)
-            if seed == 0:
-                test_probs[row] = probs
+        test_probs.update(outcome.probs)
     notes = [
         f"train {data['train']}: {len(splits['train'][0])} lists, {num_pairs(splits['train'][0])} "
         f"pairs; validation {data['validation']}: {len(splits['validation'][0])} lists, "
@@ -185,7 +241,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         "calibration": {"mean_field_factors": factors, "temperature": len(families) > 1},
         "evaluation": {"measures": list(measures)},
     }
-    panels = seed0_panels(config_path.stem, test_probs, y_test)
+    panels = seed0_panels(config_path.stem, test_probs, prepared.y_test)
     return ExperimentResult(
         title,
         values,

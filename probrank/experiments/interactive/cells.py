@@ -17,6 +17,7 @@ protocol (:mod:`~probrank.experiments.interactive.protocol`), its tuning
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -56,6 +57,7 @@ __all__ = [
     "CellResult",
     "ExperimentData",
     "load_experiment_data",
+    "merge_cell_results",
     "run_cell",
 ]
 
@@ -164,12 +166,44 @@ class ExperimentData:
         (train_x, train_g), (val_x, val_g) = self._blocks
         return ranker.fit_features(train_x, train_g, val_x, val_g, cache_dir=self.cache_dir)
 
+    def portable(self, warm_start: bool) -> ExperimentData:
+        """A copy another process can take (a Ray task): no encoder inside, the warm-start
+        data read and encoded now when ``warm_start`` (it is shared, not recomputed per task).
+        The questions and options are the same objects."""
+        if warm_start and self._blocks is None:
+            self._blocks = self._warm_start_data()
+        copy = ExperimentData(
+            self.questions,
+            functools.partial(_prepared_blocks, self._blocks),
+            self.options,
+            self.cache_dir,
+        )
+        copy._blocks = self._blocks
+        return copy
+
     def warm_start(self, seed: int, kind: PosteriorKind, options: InteractiveOptions) -> WarmStart:
         """The warm start of ``seed`` with what ``kind`` needs (SWAG, ensemble members)."""
         warm = self.ranker(seed, kind, options).warm_start
         if warm is None:
             raise InputDataError(f"posterior {kind.value!r} uses no warm start")
         return warm
+
+
+def _prepared_blocks(blocks: tuple[Blocks, Blocks] | None) -> tuple[Blocks, Blocks]:
+    """The warm-start data of a :meth:`ExperimentData.portable` copy."""
+    if blocks is None:
+        raise InputDataError("this copy of the experiment data has no warm-start data")
+    return blocks
+
+
+def merge_cell_results(results: Sequence[CellResult]) -> CellResult:
+    """One :class:`CellResult` of several runs of a cell (e.g. one per seed), in order."""
+    merged = CellResult()
+    for result in results:
+        merged.accuracy.extend(result.accuracy)
+        merged.ndcg.extend(result.ndcg)
+        merged.seconds.extend(result.seconds)
+    return merged
 
 
 def load_experiment_data(

@@ -6,6 +6,13 @@ on the evaluation questions; the table reports, per cell, the matching accuracy 
 after the ``[evaluation] rounds`` judgements (mean and sd over seeds) and the median seconds per
 round. The results so far are written after every cell (:func:`~probrank.experiments.
 provenance.save_partial`), so that an interrupted grid keeps what it measured.
+
+What runs in parallel (``[experiment] executor = "ray"``): one task per (cell, seed), each
+running that seed's sessions on every question (the warm start of the seed is trained, or read
+from its disk cache, in the task; the questions' features and the warm-start data are encoded
+once here and shared). Every task seeds itself from the seed, so the results equal the local
+executor's; the seconds per round are measured where each task ran. A ``[tune]`` search runs
+on the local executor.
 """
 
 from __future__ import annotations
@@ -22,10 +29,14 @@ from probrank._options import parse_enum
 from probrank.acquisition.select import Strategy
 from probrank.data.datasets import DatasetName
 from probrank.exceptions import InputDataError
+from probrank.executors import ExecutorKind, ExecutorSettings, Task, open_executor
 from probrank.experiments.interactive.cells import (
     REPORTED_ROUNDS,
     Cell,
+    CellResult,
+    ExperimentData,
     load_experiment_data,
+    merge_cell_results,
     run_cell,
 )
 from probrank.experiments.interactive.options import (
@@ -66,9 +77,19 @@ def _noise(value: object) -> float:
     return float(value)
 
 
+def _cell_seed(
+    data: ExperimentData, cell: Cell, seed: int, rounds: int, options: InteractiveOptions
+) -> CellResult:
+    """One task: the sessions of one cell and one seed on every question."""
+    return run_cell(
+        data, cell, seeds=1, rounds=rounds, options=options, progress=False, first_seed=seed
+    )
+
+
 def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
     """The ``interactive`` protocol: a grid of cells, or a ``[tune]`` search on validation."""
-    torch.set_num_threads(int(config.get("experiment", {}).get("threads", 1)))
+    threads = int(config.get("experiment", {}).get("threads", 1))
+    torch.set_num_threads(threads)
     options = InteractiveOptions.from_config(config)
     data_cfg = config.get("data", {})
     evaluation = config.get("evaluation", {})
@@ -115,12 +136,38 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     result = ExperimentResult(
         title, values, notes=notes, data={"curves": curves}, settings=settings
     )
-    for cell in cells:
-        cell_result = run_cell(data, cell, seeds=seeds, rounds=max(reported), options=options)
+    executor_settings = ExecutorSettings.from_table(config.get("experiment"))
+    if executor_settings.kind is ExecutorKind.RAY:  # no encoder in what the tasks take
+        data = data.portable(warm_start=any(needs_warm_start(c.posterior, options) for c in cells))
+    pairs = [(cell, seed) for cell in cells for seed in range(seeds)]
+    per_seed: dict[Cell, dict[int, CellResult]] = {cell: {} for cell in cells}
+
+    def finished(index: int, outcome: CellResult) -> None:
+        cell, seed = pairs[index]
+        per_seed[cell][seed] = outcome
+        if len(per_seed[cell]) < seeds:
+            return
+        cell_result = merge_cell_results([per_seed[cell][s] for s in range(seeds)])
         values[cell.name] = {
             **cell_result.per_seed(reported),
             "s/round": [cell_result.median_round_seconds] * seeds,
         }
         curves[cell.name] = {**cell_result.to_json(), "per_seed_accuracy": cell_result.accuracy}
         save_partial(result)  # after every cell: an interrupted grid keeps what it measured
+
+    with open_executor(executor_settings) as executor:
+        shared = executor.share(data)
+        tasks = [
+            Task(
+                f"{cell.name}, seed {seed}",
+                _cell_seed,
+                (shared, cell, seed, max(reported), options),
+                threads=threads,
+            )
+            for cell, seed in pairs
+        ]
+        executor.map(tasks, desc="sessions", on_result=finished)
+    order = {cell.name: i for i, cell in enumerate(cells)}  # the grid's order, as configured
+    result.values = dict(sorted(values.items(), key=lambda item: order[item[0]]))
+    result.data["curves"] = dict(sorted(curves.items(), key=lambda item: order[item[0]]))
     return result

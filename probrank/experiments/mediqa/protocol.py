@@ -20,21 +20,27 @@ Data and features: :mod:`probrank.experiments.mediqa.data`. Test noise: the stan
 of each measure over bootstrap resamples of the test questions (seed 0's predictions). The
 per-seed values, the extra tables and a reliability diagram of the test P(correct) are written
 with the run's results (:mod:`probrank.experiments.provenance`).
+
+What runs in parallel (``[experiment] executor = "ray"``): one task per seed (the LR filter, the
+SVM ranker and both multi-task selections of that seed, on the features built once here); the
+bootstrap tables use seed 0's predictions. Every model is seeded from the seed, so the results
+equal the local executor's.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from probrank._files import new_figure
-from probrank._progress import progress_bar
 from probrank.evaluation.calibration_plots import plot_reliability
 from probrank.exceptions import InputDataError
+from probrank.executors import ExecutorSettings, Task, open_executor
 from probrank.experiments.mediqa.baselines import (
     chiqa,
     chiqa_top_k,
@@ -156,6 +162,58 @@ def _reliability(probs: dict[str, np.ndarray], labels: np.ndarray) -> Any:
     return figure
 
 
+@dataclass
+class _SeedOutcome:
+    """What one seed's task sends back, in the order the results table records it."""
+
+    predictions: list[tuple[str, np.ndarray, np.ndarray]] = field(default_factory=list)
+    probs: dict[str, np.ndarray] = field(default_factory=dict)
+    chosen: dict[str, dict[str, float]] = field(default_factory=dict)
+    keep_top: dict[str, bool] = field(default_factory=dict)
+
+
+def _seed_task(
+    features: tuple[FeatureSet, FeatureSet, FeatureSet, MediqaScorer],
+    seed: int,
+    k: int,
+    weights: list[float],
+    model_cfg: dict[str, Any],
+) -> _SeedOutcome:
+    """One task: every system of one seed on the test set (predictions, not scores)."""
+    train, val, test, val_score = features
+    out = _SeedOutcome()
+    out.predictions.append(("chiqa", *chiqa(test)))
+    out.predictions.append(("chiqa_topk", *chiqa_top_k(test, k)))
+    lr = fit_lr_filter(train, val, seed)
+    p_lr = lr.predict_proba(test.features.numpy())[:, 1]
+    out.predictions.append(("lr_filter", p_lr, (p_lr > 0.5).astype(int)))
+    out.probs["lr_filter"] = p_lr
+    out.chosen[f"lr_filter, seed {seed}"] = {"C": float(lr.C)}
+    svm = fit_svm_rank(train, val, seed)
+    svm_scores = svm.decision_function(test.features.numpy())
+    out.predictions.append(("svm_rank", svm_scores, (p_lr > 0.5).astype(int)))
+    for name, bayesian in (("multitask_det", False), ("multitask", True)):
+        choice = select_multitask(
+            train,
+            val,
+            val_score,
+            bayesian=bayesian,
+            weights=weights,
+            model_cfg=model_cfg,
+            seed=seed,
+        )
+        scores, labels, p = choice.predict(test.features, test.groups, seed=seed)
+        out.predictions.append((name, scores, labels))
+        out.probs[name] = p
+        out.keep_top[name] = choice.keep_top
+        out.chosen[f"{name}, seed {seed}"] = {
+            "lambda": choice.ranking_weight,
+            "threshold": choice.threshold,
+            "keep top": float(choice.keep_top),
+        }
+    return out
+
+
 def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
     """The MEDIQA protocol; see the module docstring. ``smoke`` uses a few questions."""
     model_cfg = dict(config.get("model", {}))
@@ -184,35 +242,25 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         val, val_score, range(1, int(config.get("baselines", {}).get("max_k", 10)) + 1)
     )
     chosen["chiqa_topk"] = {"k": float(k)}
-    for seed in progress_bar(range(seeds), desc="seeds", unit="seed"):
-        record("chiqa", *chiqa(test))
-        record("chiqa_topk", *chiqa_top_k(test, k))
-        lr = fit_lr_filter(train, val, seed)
-        p_lr = lr.predict_proba(test.features.numpy())[:, 1]
-        record("lr_filter", p_lr, (p_lr > 0.5).astype(int))
-        test_probs.setdefault("lr_filter", p_lr)
-        chosen[f"lr_filter, seed {seed}"] = {"C": float(lr.C)}
-        svm = fit_svm_rank(train, val, seed)
-        record("svm_rank", svm.decision_function(test.features.numpy()), (p_lr > 0.5).astype(int))
-        for name, bayesian in (("multitask_det", False), ("multitask", True)):
-            choice = select_multitask(
-                train,
-                val,
-                val_score,
-                bayesian=bayesian,
-                weights=weights,
-                model_cfg=model_cfg,
-                seed=seed,
-            )
-            scores, labels, p = choice.predict(test.features, test.groups, seed=seed)
+    import torch
+
+    # every task runs with this process's torch threads (or [experiment] threads), here or on Ray
+    threads = int(config.get("experiment", {}).get("threads") or torch.get_num_threads())
+    with open_executor(ExecutorSettings.from_table(config.get("experiment"))) as executor:
+        shared = executor.share((train, val, test, val_score))
+        tasks = [
+            Task(f"seed {seed}", _seed_task, (shared, seed, k, weights, model_cfg), threads=threads)
+            for seed in range(seeds)
+        ]
+        outcomes = executor.map(tasks, desc="seeds")
+    for outcome in outcomes:
+        for name, scores, labels in outcome.predictions:
             record(name, scores, labels)
+        for name, p in outcome.probs.items():
             test_probs.setdefault(name, p)
-            keep_top.setdefault(name, choice.keep_top)
-            chosen[f"{name}, seed {seed}"] = {
-                "lambda": choice.ranking_weight,
-                "threshold": choice.threshold,
-                "keep top": float(choice.keep_top),
-            }
+        for name, keep in outcome.keep_top.items():
+            keep_top.setdefault(name, keep)
+        chosen.update(outcome.chosen)
     draws = 50 if smoke else int(eval_cfg.get("bootstrap", 1000))
     extra: dict[str, dict[str, dict[str, float]]] = {
         f"Bootstrap sd over test questions ({draws} resamples, seed 0)": {

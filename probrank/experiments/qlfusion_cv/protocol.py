@@ -10,6 +10,13 @@ no training.
 
 The input runs are the ``top_runs`` runs with the highest MAP over all topics (the paper's
 setup; this uses the judgements for run *selection* only, as the paper does).
+
+What runs in parallel (``[experiment] executor = "ray"``, ``--executor ray``): one task per
+(seed, training group), a group being every (fold, run, batch size, loss) member of one
+vectorised SVI loop or one scikit-learn kind (:func:`~probrank.models.qlfusion.variants.
+training_groups`; 6 per seed with every variant). Groups and seeds are independent (each seeds
+its own generators), so the results equal the local executor's bit for bit on CPU; folds are
+not split, because the members of one loop share its random streams and its length.
 """
 
 from __future__ import annotations
@@ -17,20 +24,27 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from pathlib import Path
+from typing import Any
 
-from probrank._progress import progress_bar
 from probrank._threads import torch_threads
 from probrank.evaluation.measures import evaluate
 from probrank.exceptions import InputDataError
+from probrank.executors import ExecutorKind, ExecutorSettings, Task, open_executor
 from probrank.experiments.qlfusion_cv.data import load_selected
 from probrank.experiments.results import ExperimentResult
 from probrank.fusion.fuse import FusionMethod, fuse
-from probrank.models.qlfusion.cross_fit import cross_validated_weights
+from probrank.models.qlfusion.cross_fit import (
+    CVData,
+    cross_validated_group,
+    merge_cross_validated,
+)
 from probrank.models.qlfusion.variants import (
     PAPER_VARIANTS,
     VARIANTS,
     Inputs,
     QuantifierSettings,
+    TrainingGroup,
+    training_groups,
 )
 
 __all__ = ["DEFAULT_MEASURES", "TABLE_1", "UNSUPERVISED", "run"]
@@ -57,6 +71,21 @@ def _strip_name(name: str) -> str:
     return name[len("input.") :] if name.startswith("input.") else name
 
 
+def _train_group(
+    data: CVData,
+    group: TrainingGroup,
+    seed: int,
+    settings: QuantifierSettings,
+    progress: bool,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One task: a training group of one seed (the trained models are not sent back)."""
+    preds, info = cross_validated_group(
+        data, group, seed=seed, settings=settings, progress=progress
+    )
+    info.pop("quantifiers", None)
+    return preds, info
+
+
 def run(
     config: dict, *, config_path: Path, seeds: int = 3, smoke: bool = False, progress: bool = True
 ) -> ExperimentResult:
@@ -64,7 +93,8 @@ def run(
 
     ``[protocol] variants`` lists the quantifier variants (default: every one in
     :data:`~probrank.models.qlfusion.variants.VARIANTS`); ``[experiment] threads`` sets
-    torch's threads for the run (restored afterwards).
+    torch's threads for the run and for each task (restored afterwards); ``[experiment]
+    executor`` and ``ray_address`` say where the tasks run.
     """
     with torch_threads(int(config.get("experiment", {}).get("threads", 1))):
         return _run(config, config_path=config_path, seeds=seeds, smoke=smoke, progress=progress)
@@ -95,10 +125,26 @@ def _run(
     val_mae: dict[str, list[float]] = {}
     seconds: dict[str, list[float]] = {}
     chosen: dict[str, list[int]] = {}
-    for seed in progress_bar(range(seeds), desc="seeds", disable=not progress):
-        weights, info = cross_validated_weights(
-            data, seed=seed, settings=settings, variants=variants, progress=progress
-        )
+    groups = training_groups(variants)
+    experiment = config.get("experiment", {})
+    executor_settings = ExecutorSettings.from_table(experiment)
+    local = executor_settings.kind is ExecutorKind.LOCAL
+    with open_executor(executor_settings) as executor:
+        shared = executor.share(data)
+        tasks = [
+            Task(
+                f"seed {seed}, {group.key}",
+                _train_group,
+                (shared, group, seed, settings, progress and local),
+                threads=int(experiment.get("threads", 1)),
+            )
+            for seed in range(seeds)
+            for group in groups
+        ]
+        results = executor.map(tasks, desc="training groups", progress=progress)
+    for seed in range(seeds):
+        per_seed = results[seed * len(groups) : (seed + 1) * len(groups)]
+        weights, info = merge_cross_validated(data, variants, per_seed)
         for name, w in weights.items():
             fused = fuse(
                 selected, FusionMethod.WEIGHTED, norm="minmax", depth=depth, weights=w, name=name

@@ -22,7 +22,7 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,6 +144,8 @@ def _train_one(
     val_pairs: Tensor,
     options: WarmStartOptions,
     seed: int,
+    *,
+    on_epoch_end: Callable[[torch.nn.Module, int], None] | None = None,
 ) -> tuple[SiameseUtilityNet, float, int]:
     mean, scale = _standardisation(train_x)
     net = SiameseUtilityNet(
@@ -160,7 +162,14 @@ def _train_one(
         with torch.no_grad():
             return pairwise_accuracy(model(val_x), val_pairs)
 
-    result = fit_pairs(net, train_x, train_pairs, options.fit_options(seed), validate=validate)
+    result = fit_pairs(
+        net,
+        train_x,
+        train_pairs,
+        options.fit_options(seed),
+        validate=validate,
+        on_epoch_end=on_epoch_end,
+    )
     return net, max(result.scores), result.best_epoch + 1
 
 
@@ -170,6 +179,8 @@ def _collect_swag(
     train_pairs: Tensor,
     options: WarmStartOptions,
     seed: int,
+    *,
+    on_epoch_end: Callable[[torch.nn.Module, int], None] | None = None,
 ) -> SWAGPosterior:
     collector = SWAGCollector(max_rank=options.swag_epochs)
     clone = SiameseUtilityNet(
@@ -190,15 +201,13 @@ def _collect_swag(
         margin=options.margin,
         seed=seed + 7,
     )
-    fit_pairs(
-        clone,
-        train_x,
-        train_pairs,
-        fit,
-        on_epoch_end=lambda model, _: collector.collect(
-            swag_parameters(clone, options.swag_layers)
-        ),
-    )
+
+    def snapshot(model: torch.nn.Module, epoch: int) -> None:
+        collector.collect(swag_parameters(clone, options.swag_layers))
+        if on_epoch_end is not None:
+            on_epoch_end(model, epoch)
+
+    fit_pairs(clone, train_x, train_pairs, fit, on_epoch_end=snapshot)
     return collector.posterior()
 
 
@@ -299,30 +308,51 @@ def train_warm_start(
     else:
         logger.debug("warm start of seed %d: training (%d pairs)", seed, train_pairs.shape[0])
     have = len(cached.members) if cached is not None else 1
-    todo = (
-        (cached is None)
-        + (swag and (cached is None or cached.swag is None))
-        + (max(0, options.ensemble_size - have) if ensemble else 0)
-    )
-    # a bar over the networks still to train (shown once training takes more than 2 s)
+    # the epochs still to run, at most (early stopping may end a network sooner)
+    nets = (cached is None) + (max(0, options.ensemble_size - have) if ensemble else 0)
+    collect = swag and (cached is None or cached.swag is None)
+    budget = nets * options.max_epochs + collect * options.swag_epochs
+    # a bar over those epochs, ticked after each one (shown once training takes more than 2 s)
     bar = progress_bar(
-        total=todo, desc=f"warm start (seed {seed})", unit="net", delay=2.0, leave=False
+        total=budget, desc=f"warm start (seed {seed})", unit="epoch", delay=2.0, leave=False
     )
+
+    def tick(*_: object) -> None:
+        bar.update()
+
+    def finished(planned: int) -> None:  # epochs a network did not need leave the total
+        nonlocal budget
+        budget -= planned
+        bar.total = bar.n + budget
+
     with bar:
-        warm = cached or WarmStart(*_fit_net(train_x, train_pairs, val_x, val_pairs, options, seed))
+        if cached is None:
+            warm = WarmStart(
+                *_fit_net(train_x, train_pairs, val_x, val_pairs, options, seed, on_epoch_end=tick)
+            )
+            finished(options.max_epochs)
+        else:
+            warm = cached
         changed = cached is None
-        bar.update(int(changed))
         if swag and warm.swag is None:
-            warm.swag = _collect_swag(warm.net, train_x, train_pairs, options, seed)
+            warm.swag = _collect_swag(
+                warm.net, train_x, train_pairs, options, seed, on_epoch_end=tick
+            )
+            finished(options.swag_epochs)
             changed = True
-            bar.update()
         if ensemble and len(warm.members) < options.ensemble_size:
             for k in range(len(warm.members), options.ensemble_size):
                 member, _, _ = _train_one(
-                    train_x, train_pairs, val_x, val_pairs, options, seed * 1000 + k
+                    train_x,
+                    train_pairs,
+                    val_x,
+                    val_pairs,
+                    options,
+                    seed * 1000 + k,
+                    on_epoch_end=tick,
                 )
                 warm.members.append(member)
-                bar.update()
+                finished(options.max_epochs)
             changed = True
     if changed:
         warmstart_cache.save_entry(cache_dir, key, identity, warm_start_payload(warm))
@@ -336,8 +366,12 @@ def _fit_net(
     val_pairs: Tensor,
     options: WarmStartOptions,
     seed: int,
+    *,
+    on_epoch_end: Callable[[torch.nn.Module, int], None] | None = None,
 ) -> tuple[SiameseUtilityNet, list[SiameseUtilityNet], None, float, int]:
-    net, accuracy, epochs = _train_one(train_x, train_pairs, val_x, val_pairs, options, seed * 1000)
+    net, accuracy, epochs = _train_one(
+        train_x, train_pairs, val_x, val_pairs, options, seed * 1000, on_epoch_end=on_epoch_end
+    )
     return net, [net], None, accuracy, epochs
 
 

@@ -16,9 +16,11 @@
 
 from probrank.models.qlfusion.cross_fit import (
     CVData,
+    cross_validated_group,
     cross_validated_predictions,
     cross_validated_weights,
     make_folds,
+    merge_cross_validated,
     prepare_cv,
     weights_from_predictions,
 )
@@ -49,8 +51,10 @@ from probrank.models.qlfusion.variants import (
     VARIANTS,
     LearnedFusion,
     QuantifierSettings,
+    TrainingGroup,
     Variant,
     member_predictions,
+    training_groups,
 )
 
 __all__ = [
@@ -68,18 +72,22 @@ __all__ = [
     "QuantifierSettings",
     "RowGroups",
     "TrainedQuantifier",
+    "TrainingGroup",
     "Variant",
     "WeightRule",
+    "cross_validated_group",
     "cross_validated_predictions",
     "cross_validated_weights",
     "list_features",
     "make_folds",
     "member_predictions",
+    "merge_cross_validated",
     "plus_feature_names",
     "plus_features",
     "prepare_cv",
     "relevant_counts",
     "standardize",
     "train_quantifier",
+    "training_groups",
     "weights_from_predictions",
 ]

@@ -6,6 +6,12 @@ QLFusion needs judged training topics; to fuse the very topics it learns from (a
 validation topics fold ``f + 1`` (mod ``F``), the rest train; one quantifier per (fold, run)
 *member* is trained (all in one vectorised loop, :func:`~probrank.models.qlfusion.variants.
 member_predictions`) and predicts its test lists. Members are ordered ``fold * R + run``.
+
+The unit of work that can run apart is a *training group* of one seed
+(:class:`~probrank.models.qlfusion.variants.TrainingGroup`: all members of one vectorised loop,
+or one scikit-learn kind): :func:`cross_validated_group` trains one, anywhere, and
+:func:`merge_cross_validated` turns a seed's groups into the weights
+:func:`cross_validated_weights` gives, bit for bit on CPU.
 """
 
 from __future__ import annotations
@@ -22,14 +28,22 @@ from probrank.exceptions import InputDataError
 from probrank.fusion.comb import query_order
 from probrank.models.qlfusion.network import list_features, relevant_counts
 from probrank.models.qlfusion.plus_features import plus_features
-from probrank.models.qlfusion.variants import QuantifierSettings, member_predictions
+from probrank.models.qlfusion.variants import (
+    QuantifierSettings,
+    TrainingGroup,
+    group_predictions,
+    member_predictions,
+    merge_group_predictions,
+)
 
 __all__ = [
     "PARTS",
     "CVData",
+    "cross_validated_group",
     "cross_validated_predictions",
     "cross_validated_weights",
     "make_folds",
+    "merge_cross_validated",
     "prepare_cv",
     "weights_from_predictions",
 ]
@@ -213,4 +227,46 @@ def cross_validated_weights(
     preds, info = cross_validated_predictions(
         data, seed=seed, settings=settings, variants=variants, progress=progress
     )
+    return {name: weights_from_predictions(data, p) for name, p in preds.items()}, info
+
+
+def cross_validated_group(
+    data: CVData,
+    group: TrainingGroup,
+    *,
+    seed: int = 0,
+    settings: QuantifierSettings | None = None,
+    progress: bool = True,
+) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    """Held-out ``p_hat`` of one training group's variants (every (fold, run) member).
+
+    Args:
+        data: From :func:`prepare_cv`.
+        group: One of :func:`~probrank.models.qlfusion.variants.training_groups`.
+        seed: Seeds training.
+        settings: Training settings.
+        progress: Show progress bars.
+
+    Returns:
+        See :func:`~probrank.models.qlfusion.variants.group_predictions`.
+    """
+    parts = (data.train, data.val, data.test)
+    return group_predictions(parts, group, seed=seed, settings=settings, progress=progress)
+
+
+def merge_cross_validated(
+    data: CVData,
+    variants: Sequence[str],
+    results: Sequence[tuple[dict[str, Tensor], dict[str, Any]]],
+) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, Any]]:
+    """The weights and ``info`` of :func:`cross_validated_weights` from the results of
+    :func:`cross_validated_group` for every group of one seed.
+
+    Args:
+        data: The cross-validation the groups were trained on.
+        variants: The requested variants.
+        results: One result per group of ``training_groups(variants)``.
+    """
+    parts = (data.train, data.val, data.test)
+    preds, info = merge_group_predictions(parts, variants, results)
     return {name: weights_from_predictions(data, p) for name, p in preds.items()}, info

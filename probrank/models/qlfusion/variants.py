@@ -35,8 +35,12 @@ __all__ = [
     "Kind",
     "LearnedFusion",
     "QuantifierSettings",
+    "TrainingGroup",
     "Variant",
+    "group_predictions",
     "member_predictions",
+    "merge_group_predictions",
+    "training_groups",
 ]
 
 
@@ -282,6 +286,138 @@ def _neural_group(
     return preds, info
 
 
+@dataclass(frozen=True)
+class TrainingGroup:
+    """Variants trained together: one vectorised SVI loop (neural variants that share their
+    inputs and the Bayesian/deterministic choice) or one scikit-learn kind.
+
+    Groups are independent of each other: each seeds its own generators from the seed alone
+    (:func:`~probrank.inference.svi.fit_svi` runs under ``fork_rng``; scikit-learn gets
+    ``random_state=seed``), so they may run in any order or in different processes and give the
+    same numbers, bit for bit on CPU with the same thread count (the unit of work of the Ray
+    executor, :mod:`probrank.experiments.qlfusion_cv.protocol`). The members inside a neural
+    group are *not* independent in that sense: they share one initialisation stream, one noise
+    stream and one loop, so a group is never split.
+
+    Attributes:
+        key: ``"bayesian/scores"``, ``"deterministic/plus"``, ``"ridge"``, ``"forest"``; the
+            key of its wall time in ``info["seconds"]``.
+        kind: Neural, ridge or forest.
+        names: The variants it predicts, in request order.
+        bayesian: Neural groups: a Bayesian output layer.
+        inputs: Neural groups: the inputs.
+    """
+
+    key: str
+    kind: Kind
+    names: tuple[str, ...]
+    bayesian: bool = True
+    inputs: Inputs = Inputs.SCORES
+
+
+def training_groups(variants: Sequence[str]) -> list[TrainingGroup]:
+    """The groups that train ``variants``, in the order :func:`member_predictions` runs them
+    (neural groups by first appearance, then one group per scikit-learn variant).
+
+    Raises:
+        InputDataError: an unknown variant.
+    """
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        raise InputDataError(
+            f"unknown quantifier variants {sorted(unknown)}; known: {sorted(VARIANTS)}"
+        )
+    neural: dict[tuple[bool, Inputs], list[str]] = {}
+    for name in variants:
+        v = VARIANTS[name]
+        if v.kind is Kind.NEURAL:
+            neural.setdefault((v.bayesian, v.inputs), []).append(name)
+    groups = [
+        TrainingGroup(
+            f"{'bayesian' if bayesian else 'deterministic'}/{inputs.value}",
+            Kind.NEURAL,
+            tuple(names),
+            bayesian,
+            inputs,
+        )
+        for (bayesian, inputs), names in neural.items()
+    ]
+    for name in variants:
+        kind = VARIANTS[name].kind
+        if kind is not Kind.NEURAL:
+            groups.append(TrainingGroup(kind.value, kind, (name,), bayesian=False))
+    return groups
+
+
+def group_predictions(
+    parts: Parts,
+    group: TrainingGroup,
+    *,
+    seed: int = 0,
+    settings: QuantifierSettings | None = None,
+    progress: bool = True,
+) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    """Test ``p_hat`` (`M x n_test`) of one training group's variants.
+
+    Args:
+        parts: As for :func:`member_predictions`.
+        group: One of :func:`training_groups`.
+        seed: Seeds training.
+        settings: Training settings.
+        progress: Show progress bars.
+
+    Returns:
+        ``({variant: p_hat}, info)``; ``info`` holds this group's ``val_mae``,
+        ``val_predictions``, ``batch_sizes`` (neural groups), ``quantifiers`` (neural groups)
+        and ``seconds`` (``{group.key: wall time}``).
+    """
+    settings = settings or QuantifierSettings()
+    start = time.perf_counter()
+    if group.kind is Kind.NEURAL:
+        preds, info = _neural_group(
+            parts, group.bayesian, group.inputs, group.names, settings, seed, progress
+        )
+    else:
+        (name,) = group.names
+        p_hat, val_mae, val_pred = _sklearn_predictions(parts, group.kind, seed, settings.rf_trees)
+        preds = {name: p_hat}
+        info = {
+            "quantifiers": {}, "batch_sizes": {}, "val_mae": {name: float(val_mae.mean())},
+            "val_predictions": {name: val_pred},
+        }  # fmt: skip
+    info["seconds"] = {group.key: time.perf_counter() - start}
+    return preds, info
+
+
+def merge_group_predictions(
+    parts: Parts,
+    variants: Sequence[str],
+    results: Sequence[tuple[dict[str, Tensor], dict[str, Any]]],
+) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    """The predictions and ``info`` of :func:`member_predictions` from its groups' results.
+
+    Args:
+        parts: The member tensors the groups were trained on (for the test MAE).
+        variants: The requested variants (the order of the returned predictions).
+        results: :func:`group_predictions` of every group of ``training_groups(variants)``.
+    """
+    preds: dict[str, Tensor] = {}
+    info: dict[str, Any] = {
+        "quantifiers": {}, "test_mae": {}, "val_mae": {}, "val_predictions": {},
+        "batch_sizes": {}, "seconds": {},
+    }  # fmt: skip
+    for group_preds, group_info in results:
+        preds.update(group_preds)
+        for field_name in ("quantifiers", "batch_sizes", "val_mae", "val_predictions", "seconds"):
+            info[field_name].update(group_info.get(field_name, {}))
+    test = parts[2]
+    true_p = test["counts"] / test["x"].shape[-1]
+    mask = test["mask"]
+    for name in variants:
+        info["test_mae"][name] = float((preds[name] - true_p).abs()[mask].mean())
+    return {name: preds[name] for name in variants}, info
+
+
 def member_predictions(
     parts: Parts,
     *,
@@ -306,47 +442,12 @@ def member_predictions(
         configuration, mean over members), ``val_predictions`` (`M x n_val` weights of the
         validation lists, for selection on validation), ``batch_sizes``, ``quantifiers``
         (the trained models) and ``seconds`` (wall time of each training group, e.g.
-        ``"bayesian/scores"``).
+        ``"bayesian/scores"``). The groups (:func:`training_groups`) are trained one after
+        another here; they are independent and may as well run apart
+        (:func:`group_predictions`, :func:`merge_group_predictions`).
     """
-    settings = settings or QuantifierSettings()
-    unknown = set(variants) - set(VARIANTS)
-    if unknown:
-        raise InputDataError(
-            f"unknown quantifier variants {sorted(unknown)}; known: {sorted(VARIANTS)}"
-        )
-    preds: dict[str, Tensor] = {}
-    info: dict[str, Any] = {
-        "quantifiers": {}, "test_mae": {}, "val_mae": {}, "val_predictions": {},
-        "batch_sizes": {}, "seconds": {},
-    }  # fmt: skip
-    groups: dict[tuple[bool, Inputs], list[str]] = {}
-    for name in variants:
-        v = VARIANTS[name]
-        if v.kind is Kind.NEURAL:
-            groups.setdefault((v.bayesian, v.inputs), []).append(name)
-    for (bayesian, inputs), names in groups.items():
-        start = time.perf_counter()
-        group_preds, group_info = _neural_group(
-            parts, bayesian, inputs, names, settings, seed, progress
-        )
-        key = f"{'bayesian' if bayesian else 'deterministic'}/{inputs.value}"
-        info["seconds"][key] = time.perf_counter() - start
-        preds.update(group_preds)
-        for field_name in ("quantifiers", "batch_sizes", "val_mae", "val_predictions"):
-            info[field_name].update(group_info[field_name])
-    for name in variants:
-        kind = VARIANTS[name].kind
-        if kind is not Kind.NEURAL:
-            start = time.perf_counter()
-            preds[name], val_mae, val_pred = _sklearn_predictions(
-                parts, kind, seed, settings.rf_trees
-            )
-            info["val_predictions"][name] = val_pred
-            info["seconds"][kind.value] = time.perf_counter() - start
-            info["val_mae"][name] = float(val_mae.mean())
-    test = parts[2]
-    true_p = test["counts"] / test["x"].shape[-1]
-    mask = test["mask"]
-    for name, p_hat in preds.items():
-        info["test_mae"][name] = float((p_hat - true_p).abs()[mask].mean())
-    return {name: preds[name] for name in variants}, info
+    results = [
+        group_predictions(parts, group, seed=seed, settings=settings, progress=progress)
+        for group in training_groups(variants)
+    ]
+    return merge_group_predictions(parts, variants, results)

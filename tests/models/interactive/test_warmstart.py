@@ -67,9 +67,9 @@ def trainings(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     calls: list[int] = []
     original = ws._train_one
 
-    def counting(*args: Any) -> Any:
-        calls.append(args[-1])
-        return original(*args)
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[-1])  # the seed
+        return original(*args, **kwargs)
 
     monkeypatch.setattr(ws, "_train_one", counting)
     yield calls
@@ -241,3 +241,60 @@ def test_a_damaged_or_stale_entry_warns_once_and_is_retrained(
         warnings.simplefilter("error")  # rewritten sound: found again without a warning
         _assert_same(_train(tmp_path, swag=True), fresh)
     assert trainings == []
+
+
+class _Bar:
+    """Records what :func:`train_warm_start` does to its progress bar."""
+
+    def __init__(self, *, total: int, **kwargs: Any) -> None:
+        self.total, self.kwargs, self.n = total, kwargs, 0
+        self.ticks: list[tuple[int, int]] = []  # (n, total) after each update
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        self.ticks.append((self.n, self.total))
+
+    def __enter__(self) -> _Bar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def test_the_progress_bar_ticks_every_epoch_and_ends_full(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bar counts epochs, not networks: a single network's training moves it (a bar over
+    one network stayed at 0/1, and hidden by its delay, for the whole training)."""
+    bars: list[_Bar] = []
+
+    def bar(**kwargs: Any) -> _Bar:
+        bars.append(_Bar(**kwargs))
+        return bars[-1]
+
+    monkeypatch.setattr(ws, "progress_bar", bar)
+    options = WarmStartOptions(
+        hidden=(8, 4), max_epochs=8, patience=1, swag_epochs=3, swag_layers=2, ensemble_size=3
+    )
+    fits: list[int] = []  # epochs each fit_pairs ran (its on_epoch_end calls)
+    original = ws.fit_pairs
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        callback = kwargs["on_epoch_end"]
+        fits.append(0)
+
+        def counted(model: Any, epoch: int) -> None:
+            fits[-1] += 1
+            callback(model, epoch)
+
+        return original(*args, **{**kwargs, "on_epoch_end": counted})
+
+    monkeypatch.setattr(ws, "fit_pairs", counting)
+    _train(None, options=options, swag=True, ensemble=True)
+    (used,) = bars
+    assert used.kwargs["unit"] == "epoch" and used.kwargs["leave"] is False
+    assert used.kwargs["delay"] > 0
+    assert len(fits) == 4 and fits[1] == options.swag_epochs  # net, SWAG, two more members
+    assert used.total == used.n == sum(fits) == len(used.ticks)  # ends full, one tick an epoch
+    assert [n for n, _ in used.ticks] == list(range(1, sum(fits) + 1))
+    assert all(n <= total <= 3 * 8 + 3 for n, total in used.ticks)

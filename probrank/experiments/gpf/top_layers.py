@@ -1,0 +1,470 @@
+"""GPF-BERT's calibration claim on a CPU budget: the top encoder layers fine-tuned with each head.
+
+The paper's effect (a fine-tuned encoder makes a deterministic head over-confident; a spectrally
+normalised encoder with an RFF-GP head and focal loss stays calibrated) needs a fine-tuned
+encoder, which end to end is out of reach of 2 CPU cores. This protocol (``gpf_top_layers``)
+fine-tunes only the top ``n - k`` layers:
+
+1. the lower ``k`` layers run once over every split (a cross-encoder, ``[CLS] context [SEP]
+   response [SEP]``, the context cut from the left) and their token states are cached on disk
+   (:class:`probrank.encoders.hidden_states.HiddenStateEncoder`, ``[encoder] frozen_layers``);
+2. per seed and training run, a fresh copy of layers ``k+1..n`` (pretrained weights; with
+   ``[heads.<head>] layer_spectral_bound``, spectrally normalised dense layers) and a head are
+   trained together on the cached states
+   (:func:`probrank.encoders.top_layers_fit.fine_tune_top_layers`; AdamW, the head's own loss,
+   BCE or focal, plus the GP prior penalty ``/ n``). The deterministic and MC-dropout rows share
+   one run (the same network; MC dropout differs at prediction only: ``T`` dropout passes in
+   the head, or in the top layers and the head, ``[heads.mc_dropout] scope``); SNGP runs once,
+   GPF once per focal ``gamma`` of its grid;
+3. after every epoch of ``[heads] epochs`` the GP heads' exact Laplace pass runs over the
+   training pairs' pooled features, and each row's validation predictive ``(m, v)`` and the
+   network's state are kept;
+4. per row, the checkpoint (epochs, gamma) and calibration (the mean-field factor ``lambda`` of
+   the GP heads; ``+T`` rows also a validation-fitted temperature) with the lowest validation NLL
+   are chosen (:func:`probrank.models.gpf_ranker.selection.select`, as in the other GPF
+   protocols); the test set and the ``[data] shift`` sets are scored only at the choice.
+
+Rows of a shift set are named ``<row> [dataset:split]``. The per-seed values, the selections,
+the GP heads' mean predictive variance of the logit on each set and seed 0's reliability
+diagrams are written with the run's results (:mod:`probrank.experiments.provenance`). On a GPU
+the same config runs end to end with ``frozen_layers = 0`` and ``device = "cuda"``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from probrank._progress import progress_bar
+from probrank.data.candidates import CandidateList, num_pairs, pair_texts
+from probrank.encoders.hidden_states import HiddenStateEncoder
+from probrank.encoders.packed_states import PackedStates
+from probrank.encoders.top_layers import TopLayerRanker
+from probrank.evaluation.calibration_plots import reliability_figure
+from probrank.exceptions import InputDataError
+from probrank.experiments.gpf.data import load_split
+from probrank.experiments.gpf.measures import MEASURES, evaluate_head
+from probrank.experiments.gpf.top_layers_config import TOP_LAYER_HEADS, DropoutScope
+from probrank.experiments.results import ExperimentResult
+from probrank.models.gpf_ranker.selection import GP_HEADS, Checkpoint, Family, Selection, select
+
+__all__ = ["run"]
+
+_FIT_KEYS = ("epochs", "batch_size", "lr", "encoder_lr", "weight_decay")
+_LAYER_KEYS = ("layer_spectral_bound", "layer_spectral_mode")
+_SMOKE_FEATURES = 64
+
+
+@dataclass
+class _Split:
+    name: str
+    lists: list[CandidateList]
+    labels: Tensor
+    states: PackedStates
+
+
+@dataclass
+class _Run:
+    """One training run: the head built, its options, and the rows it serves."""
+
+    kind: str
+    rows: tuple[str, ...]
+    options: dict[str, Any]
+    fit: dict[str, Any]
+    spectral_bound: float | None
+    spectral_mode: str
+
+
+@dataclass
+class _Tally:
+    """What the seeds add up to: per-seed measures, selections, GP variances, seed 0's
+    probabilities."""
+
+    values: dict[str, dict[str, list[float]]]
+    chosen: dict[str, dict[str, float]] = field(default_factory=dict)
+    variances: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    seed0: dict[str, dict[str, Tensor]] = field(default_factory=dict)
+
+
+def _encoder(config: Mapping[str, Any], config_path: Path, quiet: bool) -> HiddenStateEncoder:
+    from probrank.encoders.config import encoder_cache_dir
+
+    table = dict(config.get("encoder", {}))
+    frozen = table.get("frozen_layers")
+    return HiddenStateEncoder(
+        table.get("name_or_path") or table.get("model") or None,
+        frozen_layers=None if frozen is None else int(frozen),  # default n - 1
+        max_length=int(table.get("max_length", 128)),
+        batch_size=int(table.get("batch_size", 64)),
+        dtype=table.get("state_dtype", "float16"),
+        device=table.get("device"),
+        cache_dir=encoder_cache_dir(table, config_path),
+        show_progress=not quiet and bool(table.get("show_progress", table.get("progress", True))),
+    )
+
+
+def _runs(names: list[str], heads: Mapping[str, Any], smoke: bool) -> list[_Run]:
+    common = {k: heads[k] for k in ("hidden", "num_layers", "dropout") if k in heads}
+
+    def own(name: str) -> dict[str, Any]:
+        table = heads.get(name, {})
+        return {k: v for k, v in table.items() if k not in (*_FIT_KEYS, *_LAYER_KEYS)}
+
+    def fit(name: str) -> dict[str, Any]:
+        merged = {**heads, **heads.get(name, {})}
+        return {k: merged[k] for k in _FIT_KEYS if k in merged}
+
+    def spectral(name: str) -> tuple[float | None, str]:
+        table = heads.get(name, {})
+        bound = table.get("layer_spectral_bound")
+        return (None if bound is None else float(bound)), table.get(
+            "layer_spectral_mode", "relative"
+        )
+
+    runs = []
+    mlp_rows = tuple(n for n in ("deterministic", "mc_dropout") if n in names)
+    if mlp_rows:
+        options = {**common, **own("deterministic")}
+        if "mc_dropout" in mlp_rows:
+            mc = heads.get("mc_dropout", {})
+            options.update(
+                num_samples=int(mc.get("num_samples", 10)),
+                prediction_seed=int(mc.get("prediction_seed", 0)),
+            )
+        kind = "mc_dropout" if "mc_dropout" in mlp_rows else "deterministic"
+        runs.append(_Run(kind, mlp_rows, options, fit("deterministic"), *spectral("deterministic")))
+    for name in ("sngp", "gpf"):
+        if name not in names:
+            continue
+        options = {**common, **own(name)}
+        if smoke:
+            options["num_features"] = _SMOKE_FEATURES
+        gammas: list[Any] = [None]
+        if name == "gpf":
+            from probrank.nn.losses import check_focal_gamma
+
+            value = options.pop("gamma", 2.0)
+            gammas = [
+                check_focal_gamma(float(g)) for g in (value if isinstance(value, list) else [value])
+            ]
+            gammas = gammas[:1] if smoke else gammas
+        for gamma in gammas:
+            grid_options = dict(options) if gamma is None else {**options, "gamma": gamma}
+            runs.append(_Run(name, (name,), grid_options, fit(name), *spectral(name)))
+    return runs
+
+
+def _build(run: _Run, encoder: HiddenStateEncoder, pooling: str, seed: int) -> TopLayerRanker:
+    from probrank.nn.heads import build_head
+
+    top = encoder.top_layers(
+        pooling=pooling,
+        spectral_bound=run.spectral_bound,
+        spectral_mode=run.spectral_mode,
+        seed=seed,
+    )
+    head = build_head(run.kind, encoder.hidden_size, **run.options, seed=seed)
+    return TopLayerRanker(top, head).to(encoder.device)  # type: ignore[arg-type]
+
+
+def _logit(probabilities: Tensor) -> Tensor:
+    return torch.logit(probabilities.clamp(1e-7, 1 - 1e-7))
+
+
+def _predictive(
+    row: str, ranker: TopLayerRanker, split: _Split, pooled: Tensor, scope: DropoutScope, bs: int
+) -> tuple[Tensor, Tensor]:
+    """`n` predictive means and variances of the logits of ``row`` on ``split``."""
+    head: Any = ranker.head
+    if row == "deterministic":
+        head.eval()
+        with torch.no_grad():
+            mean = head(pooled).reshape(-1)
+        variance = torch.zeros_like(mean)
+    elif row == "mc_dropout" and scope is DropoutScope.TOP_LAYERS:
+        logits = ranker.sample_logits(
+            split.states, head.num_samples, seed=head.prediction_seed, batch_size=bs
+        )
+        mean = _logit(torch.sigmoid(logits).mean(0))
+        variance = torch.zeros_like(mean)
+    else:  # head-only MC dropout, SNGP, GPF
+        mean, variance = head.logit_predictive(pooled)
+    return mean.double().cpu(), variance.double().cpu()
+
+
+def _train_run(
+    run: _Run,
+    seed: int,
+    encoder: HiddenStateEncoder,
+    splits: dict[str, _Split],
+    settings: dict[str, Any],
+) -> dict[str, list[Checkpoint]]:
+    """Train one run; the checkpoints of each of its rows (validation predictive + state)."""
+    from probrank.encoders.top_layers_fit import fine_tune_top_layers
+
+    ranker = _build(run, encoder, settings["pooling"], seed)
+    bs = settings["batch_size"]
+    train, validation = splits["train"], splits["validation"]
+    grid = sorted({int(e) for e in run.fit.get("epochs", [1, 2, 3])})
+    if settings["smoke"]:
+        grid = [1]
+    checkpoints: dict[str, list[Checkpoint]] = {row: [] for row in run.rows}
+    gp = run.kind in GP_HEADS
+
+    def keep(epochs: int) -> None:
+        if epochs not in grid:
+            return
+        if gp:  # the exact Laplace pass over the training pairs' pooled features
+            ranker.head.finalize(ranker.pooled(train.states, bs), 1024)  # type: ignore[operator]
+        pooled = ranker.pooled(validation.states, bs)
+        state = {k: v.detach().to("cpu", copy=True) for k, v in ranker.state_dict().items()}
+        for row in run.rows:
+            mean, variance = _predictive(row, ranker, validation, pooled, settings["scope"], bs)
+            checkpoints[row].append(Checkpoint(dict(run.options), epochs, state, mean, variance))
+
+    penalty = None
+    if gp:
+        output: Any = ranker.head.gp.output  # type: ignore[union-attr]
+        n = len(train.labels)
+        penalty = lambda: output.prior_penalty() / n  # noqa: E731
+    fine_tune_top_layers(
+        ranker,
+        train.states,
+        train.labels,
+        loss=ranker.head.loss,  # type: ignore[arg-type]
+        penalty=penalty,
+        on_epoch_end=keep,
+        epochs=grid[-1],
+        lr=float(run.fit.get("encoder_lr", 2e-5)),
+        head_lr=float(run.fit.get("lr", 1e-3)),
+        weight_decay=float(run.fit.get("weight_decay", 0.01)),
+        batch_size=int(run.fit.get("batch_size", 32)),
+        seed=seed,
+        show_progress=settings["progress"],
+    )
+    return checkpoints
+
+
+def _load_splits(
+    data: Mapping[str, Any], shifts: list[str], config_path: Path, smoke: bool
+) -> dict[str, tuple[str, list[CandidateList]]]:
+    loaded = {}
+    for role in ("train", "validation", "test"):
+        if role not in data:
+            raise InputDataError(f"[data] {role} missing", path=config_path)
+        loaded[role] = (str(data[role]), load_split(str(data[role]), dict(data), smoke))
+    for name in shifts:
+        loaded[name] = (name, load_split(name, dict(data), smoke))
+    return loaded
+
+
+def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
+    """Fine-tune the top layers with each configured head over ``seeds`` seeds (module doc)."""
+    from probrank.nn.calibration import DEFAULT_MEAN_FIELD_FACTORS
+
+    experiment = config.get("experiment", {})
+    torch.set_num_threads(int(experiment.get("threads", 2)))
+    quiet = bool(experiment.get("quiet", False))
+    data = config.get("data", {})
+    heads = config.get("heads", {})
+    names = list(heads.get("names", list(TOP_LAYER_HEADS)))
+    unknown = [n for n in names if n not in TOP_LAYER_HEADS]
+    if unknown:
+        raise InputDataError(
+            f"head {unknown[0]!r} is not trained by this protocol; choose from "
+            f"{', '.join(TOP_LAYER_HEADS)}",
+            path=config_path,
+        )
+    measures = list(config.get("evaluation", {}).get("measures", list(MEASURES)))
+    calibration = config.get("calibration", {})
+    factors = [float(f) for f in calibration.get("mean_field_factors", DEFAULT_MEAN_FIELD_FACTORS)]
+    families = [Family.PLAIN]
+    if calibration.get("temperature", True):
+        families.append(Family.TEMPERATURE)
+    shifts = [str(s) for s in data.get("shift", [])]
+    loaded = _load_splits(data, shifts, config_path, smoke)  # every file read before the model
+    encoder = _encoder(config, config_path, quiet)
+    splits: dict[str, _Split] = {}
+    for role, (name, lists) in loaded.items():
+        queries, candidates = pair_texts(lists)
+        labels = torch.tensor([y for item in lists for y in item.labels], dtype=torch.float32)
+        splits[role] = _Split(name, lists, labels, encoder.encode_pairs(queries, candidates))
+    settings = {
+        "pooling": config.get("encoder", {}).get("pooling", "mean"),
+        "batch_size": encoder.batch_size,
+        "scope": DropoutScope(heads.get("mc_dropout", {}).get("scope", "head")),
+        "smoke": smoke,
+        "progress": not quiet,
+    }
+    runs = _runs(names, heads, smoke)
+    targets = ["test", *shifts]
+    rows = [_row(n, f, t) for t in targets for n in names for f in families]
+    tally = _Tally({r: {m: [] for m in measures} for r in rows}, seed0={t: {} for t in targets})
+    groups = [[r for r in runs if set(r.rows) & set(group)] for group in _GROUPS]
+    work = [(seed, g) for seed in range(seeds) for g in groups if g]
+    bar = progress_bar(work, desc="top-layer runs", unit="head", disable=quiet)
+    for seed, group in bar:
+        bar.set_postfix_str(f"seed {seed}, {'/'.join(group[0].rows)}")
+        checkpoints: dict[str, list[Checkpoint]] = {}
+        for spec in group:
+            for row, kept in _train_run(spec, seed, encoder, splits, settings).items():
+                checkpoints.setdefault(row, []).extend(kept)
+        selections = {
+            (row, family): select(row, kept, splits["validation"].labels, family, factors)
+            for row, kept in checkpoints.items()
+            for family in families
+        }
+        for (row, family), selection in selections.items():
+            tally.chosen[f"{_row(row, family, 'test')} (seed {seed})"] = selection.settings
+            if row in GP_HEADS and family is Family.PLAIN:
+                tally.variances.setdefault(row, {}).setdefault(
+                    splits["validation"].name, []
+                ).append(float(selection.checkpoint.val_variance.mean()))
+        scored = _score(group[0], selections, seed, encoder, splits, targets, settings)
+        for (row, family), by_target in scored.items():
+            for target, (probs, variance) in by_target.items():
+                split = splits[target]
+                result = evaluate_head(probs, split.labels.double(), split.lists, measures)
+                for measure, value in result.items():
+                    tally.values[_row(row, family, target)][measure].append(value)
+                if seed == 0:
+                    tally.seed0[target][_row(row, family, "test")] = probs
+                if row in GP_HEADS and family is Family.PLAIN:
+                    tally.variances.setdefault(row, {}).setdefault(split.name, []).append(
+                        float(variance.mean())
+                    )
+    return _result(config, config_path, encoder, splits, runs, tally, factors, families)
+
+
+_GROUPS = (("deterministic", "mc_dropout"), ("sngp",), ("gpf",))
+"""Rows trained and selected together (one network serves the deterministic and MC rows)."""
+
+
+def _score(
+    spec: _Run,
+    selections: dict[tuple[str, Family], Selection],
+    seed: int,
+    encoder: HiddenStateEncoder,
+    splits: dict[str, _Split],
+    targets: list[str],
+    settings: dict[str, Any],
+) -> dict[tuple[str, Family], dict[str, tuple[Tensor, Tensor]]]:
+    """Probabilities and predictive variances of each selection on the test and shift sets;
+    each chosen checkpoint is loaded and run once."""
+    bs = settings["batch_size"]
+    by_state: dict[int, list[tuple[str, Family]]] = {}
+    for key, selection in selections.items():
+        by_state.setdefault(id(selection.checkpoint.state), []).append(key)
+    out: dict[tuple[str, Family], dict[str, tuple[Tensor, Tensor]]] = {}
+    for keys in by_state.values():
+        checkpoint = selections[keys[0]].checkpoint
+        ranker = _build(
+            replace(spec, options=checkpoint.options), encoder, settings["pooling"], seed
+        )
+        ranker.load_state_dict(checkpoint.state)
+        ranker.eval()
+        for target in targets:
+            split = splits[target]
+            pooled = ranker.pooled(split.states, bs)
+            predictive: dict[str, tuple[Tensor, Tensor]] = {}
+            for row, family in keys:
+                if row not in predictive:
+                    predictive[row] = _predictive(row, ranker, split, pooled, settings["scope"], bs)
+                mean, variance = predictive[row]
+                probs = selections[(row, family)].calibration.probability(mean, variance)
+                out.setdefault((row, family), {})[target] = (probs, variance)
+    return out
+
+
+def _result(
+    config: Mapping[str, Any],
+    config_path: Path,
+    encoder: HiddenStateEncoder,
+    splits: dict[str, _Split],
+    runs: list[_Run],
+    tally: _Tally,
+    factors: list[float],
+    families: list[Family],
+) -> ExperimentResult:
+    shifts = [str(s) for s in config.get("data", {}).get("shift", [])]
+    names = list(dict.fromkeys(row for r in runs for row in r.rows))
+    targets = ["test", *shifts]
+    notes = [
+        "; ".join(
+            f"{role if role in ('train', 'validation', 'test') else 'shift'} {s.name}: "
+            f"{len(s.lists)} lists, {num_pairs(s.lists)} pairs, "
+            f"{float(s.states.lengths.double().mean()):.1f} tokens per pair"
+            for role, s in splits.items()
+        ),
+        f"encoder {encoder.path.parent.name}/{encoder.path.name}: layers "
+        f"1..{encoder.frozen_layers} of {encoder.num_layers} frozen and cached "
+        f"({encoder.dtype.value}), "
+        f"{encoder.num_layers - encoder.frozen_layers} fine-tuned with each head; "
+        f"{encoder.max_length} tokens, context cut from the left; device {encoder.device}",
+        "selected per row and seed by validation NLL: the epoch, gamma (GPF) and lambda (GP "
+        f"heads) from {[round(f, 4) for f in factors]}"
+        + ("; rows '+T' add a validation-fitted temperature" if len(families) > 1 else ""),
+    ]
+    title = config.get("experiment", {}).get("title", f"gpf_top_layers: {config_path.stem}")
+    panels = {
+        f"{splits[target].name}, seed 0: {label}": (
+            {r: p for r, p in tally.seed0[target].items() if r.endswith("+T") == with_t},
+            splits[target].labels,
+        )
+        for target in targets
+        for label, with_t in (("no temperature", False), ("+ validation temperature", True))
+        if any(r.endswith("+T") == with_t for r in tally.seed0[target])
+    }
+    variance_table = {
+        row: {split: statistics.fmean(v) for split, v in by_split.items()}
+        for row, by_split in tally.variances.items()
+    }
+    encoder_table = dict(config.get("encoder", {}))
+    encoder_table.update(
+        frozen_layers=encoder.frozen_layers,
+        max_length=encoder.max_length,
+        state_dtype=encoder.dtype.value,
+        device=str(encoder.device),
+    )
+    settings = {
+        "encoder": encoder_table,
+        "runs": [
+            {
+                "head": r.kind,
+                "rows": list(r.rows),
+                "options": r.options,
+                "fit": r.fit,
+                "layer_spectral_bound": r.spectral_bound,
+                "layer_spectral_mode": r.spectral_mode,
+            }
+            for r in runs
+        ],
+        "heads": {"names": names},
+        "calibration": {"mean_field_factors": factors, "temperature": len(families) > 1},
+        "data": {"shift": shifts},
+    }
+    extra = {"selected on validation": tally.chosen}
+    if variance_table:
+        extra["mean predictive variance of the logit, GP heads (plain rows, mean over seeds)"] = (
+            variance_table
+        )
+    return ExperimentResult(
+        title,
+        tally.values,
+        extra=extra,
+        notes=notes,
+        data={"predictive variance per seed": tally.variances},
+        figures={"reliability": reliability_figure(panels)} if panels else {},
+        settings=settings,
+    )
+
+
+def _row(name: str, family: Family, target: str) -> str:
+    row = name if family is Family.PLAIN else f"{name}+T"
+    return row if target == "test" else f"{row} [{target}]"

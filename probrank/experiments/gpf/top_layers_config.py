@@ -1,0 +1,140 @@
+"""The typed schema of ``gpf_top_layers`` configs (:mod:`probrank.experiments.gpf.top_layers`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Annotated
+
+from probrank._config import NonEmpty, Range
+from probrank.encoders.hidden_states import StateDtype
+from probrank.encoders.top_layers import SpectralMode
+from probrank.encoders.transformer import Pooling
+from probrank.experiments.gpf.config import (
+    CalibrationWithTemperature,
+    GPFEvaluation,
+    GPFFinetuneData,
+    GPOptions,
+    MLPOptions,
+)
+from probrank.experiments.tables import (
+    Epochs,
+    NonNegativeFloat,
+    NonNegativeInt,
+    OneOf,
+    Output,
+    PositiveFloat,
+    PositiveInt,
+    QuietExperiment,
+    Rate,
+)
+
+__all__ = ["TOP_LAYER_HEADS", "DropoutScope", "GPFTopLayersConfig"]
+
+TOP_LAYER_HEADS = ("deterministic", "mc_dropout", "sngp", "gpf")
+"""Heads the protocol trains on the top layers (the ensemble would need M fine-tunes)."""
+
+
+class DropoutScope(str, Enum):
+    """Where the MC-dropout row's passes drop units."""
+
+    HEAD = "head"
+    """In the head only: the top layers run once, the head ``T`` times (cheap)."""
+    TOP_LAYERS = "top_layers"
+    """In the trainable top layers and the head: ``T`` passes through both (the paper's
+    passes rerun the whole encoder; this reruns what is trained)."""
+
+
+@dataclass(frozen=True)
+class TopLayersEncoder:
+    """``[encoder]``: the pretrained cross-encoder, the frozen layers and the state cache."""
+
+    name_or_path: str | None = None  # default: the packaged all-MiniLM-L6-v2
+    model: str | None = None  # alias of name_or_path
+    frozen_layers: NonNegativeInt | None = None  # k; default n - 1 (one trainable layer)
+    pooling: Annotated[str, OneOf.enum(Pooling)] | None = None  # default "mean"
+    max_length: Annotated[int, Range(4)] | None = None  # default 128
+    batch_size: PositiveInt | None = None  # caching and scoring batches, default 64
+    state_dtype: Annotated[str, OneOf.enum(StateDtype)] | None = None  # default "float16"
+    device: str | None = None  # default: CUDA when present, else CPU
+    cache_dir: str | None = None  # default ".probrank-cache"; "" disables the cache
+    show_progress: bool | None = None
+    progress: bool | None = None  # alias of show_progress
+
+
+@dataclass(frozen=True)
+class TopLayersFit:
+    """Training settings (``[heads]``, overridden per head)."""
+
+    epochs: Epochs | None = None  # checkpoints chosen on validation; default [1, 2, 3]
+    batch_size: PositiveInt | None = None  # default 32
+    lr: PositiveFloat | None = None  # head, default 1e-3
+    encoder_lr: PositiveFloat | None = None  # top layers, default 2e-5
+
+
+@dataclass(frozen=True)
+class LayerSpectralNorm:
+    """Spectral normalisation of the top layers' dense weights (default: none)."""
+
+    layer_spectral_bound: PositiveFloat | None = None
+    layer_spectral_mode: Annotated[str, OneOf.enum(SpectralMode)] | None = None  # "relative"
+
+
+@dataclass(frozen=True)
+class TopMLP(MLPOptions, TopLayersFit, LayerSpectralNorm):
+    """``[heads.deterministic]``: an MLP head (its run also gives the MC-dropout row)."""
+
+
+@dataclass(frozen=True)
+class TopMCDropout:
+    """``[heads.mc_dropout]``: the deterministic run's network with ``T`` dropout passes."""
+
+    num_samples: Annotated[int, Range(2)] | None = None  # T, default 10
+    prediction_seed: NonNegativeInt | None = None  # default 0
+    scope: Annotated[str, OneOf.enum(DropoutScope)] | None = None  # default "head"
+
+
+FocalGamma = Annotated[float, Range(1)]
+
+
+@dataclass(frozen=True)
+class TopSNGP(GPOptions, TopLayersFit, LayerSpectralNorm):
+    """``[heads.sngp]``: the GP head with cross-entropy."""
+
+    loss: Annotated[str, OneOf(("bce", "focal"))] | None = None
+    gamma: Annotated[float, Range(0)] | None = None
+
+
+@dataclass(frozen=True)
+class TopGPF(GPOptions, TopLayersFit, LayerSpectralNorm):
+    """``[heads.gpf]``: the GP head with focal loss, ``gamma`` one value or a grid."""
+
+    gamma: FocalGamma | Annotated[list[FocalGamma], NonEmpty()] | None = None
+
+
+@dataclass(frozen=True)
+class TopLayersHeads(TopLayersFit):
+    """``[heads]``: the heads, their shared settings and one table each."""
+
+    names: Annotated[list[str], NonEmpty(), OneOf(TOP_LAYER_HEADS)] | None = None
+    hidden: PositiveInt | None = None
+    num_layers: NonNegativeInt | None = None
+    dropout: Rate | None = None
+    weight_decay: NonNegativeFloat | None = None  # AdamW, default 0.01
+    deterministic: TopMLP | None = None
+    mc_dropout: TopMCDropout | None = None
+    sngp: TopSNGP | None = None
+    gpf: TopGPF | None = None
+
+
+@dataclass(frozen=True)
+class GPFTopLayersConfig:
+    """A ``gpf_top_layers`` config."""
+
+    experiment: QuietExperiment
+    data: GPFFinetuneData
+    evaluation: GPFEvaluation | None = None
+    encoder: TopLayersEncoder | None = None
+    heads: TopLayersHeads | None = None
+    calibration: CalibrationWithTemperature | None = None
+    output: Output | None = None

@@ -1,0 +1,113 @@
+"""The protocols' small configs on the local executor and on Ray give the same results.
+
+Each protocol runs once per executor on the same config (the Ray run on the session's 2-CPU
+instance); every value, table and data entry must be equal, except the wall times measured where
+each task ran. The configs are the protocols' own test configs (tiny random transformers,
+generated data) or the smoke config on the shared data, kept small so the whole file takes
+about a minute.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probrank.experiments import load_config
+from probrank.experiments.results import ExperimentResult
+from tests.experiments.gpf import test_finetune, test_frozen
+from tests.experiments.interactive.test_protocol import TINY
+from tests.experiments.mediqa.test_protocol import _config as mediqa_config
+from tests.experiments.mediqa.test_protocol import fake_data  # noqa: F401  (a fixture)
+
+pytestmark = pytest.mark.xdist_group("ray")
+
+MODELS = Path(__file__).resolve().parents[2] / "models"
+
+TIMINGS = ("s/round", "median_round_seconds", "wall time", "seconds")
+"""Names of values that are wall times (differ from run to run on any executor)."""
+
+
+def _comparable(value: Any) -> Any:
+    """``value`` without its wall times, NaN as a string (so that equal NaNs compare equal)."""
+    if isinstance(value, dict):
+        return {
+            k: _comparable(v)
+            for k, v in value.items()
+            if not any(t in str(k).lower() for t in TIMINGS)
+        }
+    if isinstance(value, list | tuple):
+        return [_comparable(v) for v in value]
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    return value
+
+
+def _same(local: ExperimentResult, ray: ExperimentResult) -> None:
+    assert local.values, "the protocol returned no values"
+    assert _comparable(ray.values) == _comparable(local.values)
+    assert _comparable(ray.extra) == _comparable(local.extra)
+    assert _comparable(json.loads(json.dumps(ray.data, default=str))) == _comparable(
+        json.loads(json.dumps(local.data, default=str))
+    )
+
+
+def _both(run: Callable[..., ExperimentResult], config: dict, **kwargs: Any) -> None:
+    """Run ``config`` locally and on Ray, and check the results are equal."""
+    local = run(copy.deepcopy(config), **kwargs)
+    on_ray = copy.deepcopy(config)
+    on_ray["experiment"] = {**on_ray["experiment"], "executor": "ray"}
+    _same(local, run(on_ray, **kwargs))
+
+
+@pytest.mark.integration
+def test_qlfusion_cv_smoke(ray_instance: Any, shared_data: Path) -> None:
+    from probrank.experiments.qlfusion_cv.protocol import run
+
+    path = MODELS / "qlfusion" / "robust03.toml"
+    config = load_config(path)
+    # a proper subset of the variants keeps it quick: one Bayesian SVI group, the LR group
+    config["protocol"]["variants"] = ["qlfusion", "qlfusion_lr"]
+    _both(run, config, config_path=path, seeds=2, smoke=True, progress=False)
+
+
+def test_gpf_ranker_tiny(ray_instance: Any, tmp_path: Path) -> None:
+    from probrank.experiments.gpf.frozen import run
+
+    config = test_frozen._config(tmp_path)
+    config["heads"]["epochs"] = [2]
+    _both(run, config, config_path=tmp_path / "tiny.toml", seeds=2, smoke=False)
+
+
+def test_gpf_finetune_tiny(ray_instance: Any, tmp_path: Path) -> None:
+    from probrank.experiments.gpf.finetune import run
+
+    config = test_finetune._config(tmp_path)
+    _both(run, config, config_path=tmp_path / "tiny.toml", seeds=1, smoke=False)
+
+
+def test_mediqa_multitask_fake(
+    ray_instance: Any,
+    fake_data: dict,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from probrank.experiments.mediqa.protocol import run
+
+    config = mediqa_config(fake_data, tmp_path)
+    _both(run, config, config_path=tmp_path / "fake.toml", seeds=2, smoke=False)
+
+
+def test_interactive_grid(ray_instance: Any, tmp_path: Path) -> None:
+    from probrank.experiments.interactive.protocol import run
+
+    path = tmp_path / "grid.toml"
+    path.write_text(
+        TINY + '\n[[grid]]\nposteriors = ["laplace", "mcdropout"]\nstrategies = ["ei"]\n'
+        "noises = [0.3]\n"
+    )
+    _both(run, load_config(path), config_path=path, seeds=2, smoke=True)
