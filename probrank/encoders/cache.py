@@ -45,10 +45,14 @@ __all__ = [
     "CACHE_VERSION",
     "CacheWarning",
     "EmbeddingCache",
+    "drop_shard",
+    "identity_changes",
     "project_root",
     "resolve_cache_dir",
     "shard_checksum",
     "text_key",
+    "warn_dropped",
+    "written_by",
 ]
 
 CACHE_FORMAT = "probrank-embedding-cache"
@@ -223,25 +227,10 @@ class EmbeddingCache:
         return keys, values
 
     def _drop(self, shard: Path, reason: str, before: os.stat_result) -> None:
-        self.dropped.append((shard, reason))
-        try:  # delete it unless another process has just replaced it with a new file
-            now = shard.stat()
-            if (now.st_ino, now.st_mtime_ns) == (before.st_ino, before.st_mtime_ns):
-                shard.unlink()
-        except OSError:
-            pass
+        drop_shard(self.dropped, shard, reason, before)
 
     def _warn(self) -> None:
-        if not self.dropped:
-            return
-        shard, reason = self.dropped[0]
-        more = f" (and {len(self.dropped) - 1} more)" if len(self.dropped) > 1 else ""
-        warnings.warn(
-            f"embedding cache {self.folder}: ignored {len(self.dropped)} damaged or stale "
-            f"shard(s): {shard.name}: {reason}{more}; their vectors are recomputed",
-            CacheWarning,
-            stacklevel=2,
-        )
+        warn_dropped(self.dropped, f"embedding cache {self.folder}", "vectors", stacklevel=2)
 
     # -- the store -----------------------------------------------------------------------------
 
@@ -288,7 +277,7 @@ class EmbeddingCache:
             "shape": [int(s) for s in values.shape],
             "dtype": str(values.dtype),
             "checksum": shard_checksum(keys, values),
-            "written_by": _written_by(),
+            "written_by": written_by(),
         }
         payload = {"header": header, "keys": keys, "values": values}
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -297,20 +286,54 @@ class EmbeddingCache:
         return path
 
 
+def drop_shard(
+    dropped: list[tuple[Path, str]], shard: Path, reason: str, before: os.stat_result
+) -> None:
+    """Record a damaged or stale ``shard`` in ``dropped`` and delete it, unless another process
+    has replaced it since it was stat'ed (``before``). Shared with the hidden-state cache."""
+    dropped.append((shard, reason))
+    try:
+        now = shard.stat()
+        if (now.st_ino, now.st_mtime_ns) == (before.st_ino, before.st_mtime_ns):
+            shard.unlink()
+    except OSError:
+        pass
+
+
+def warn_dropped(dropped: list[tuple[Path, str]], what: str, content: str, stacklevel: int) -> None:
+    """One :class:`CacheWarning` for the shards of ``dropped`` (none: no warning), naming the
+    first; ``what`` names the cache, ``content`` what is recomputed. ``stacklevel`` counts
+    from the caller, as if it had called :func:`warnings.warn` itself."""
+    if not dropped:
+        return
+    shard, reason = dropped[0]
+    more = f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""
+    warnings.warn(
+        f"{what}: ignored {len(dropped)} damaged or stale shard(s): {shard.name}: "
+        f"{reason}{more}; their {content} are recomputed",
+        CacheWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+def identity_changes(stored: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
+    """The identity fields that differ, at most three, e.g. ``revision 'a1' (expected 'b2')``."""
+    changed = [
+        f"{name} {stored.get(name)!r} (expected {expected.get(name)!r})"
+        for name in sorted(set(stored) | set(expected))
+        if stored.get(name) != expected.get(name)
+    ]
+    return ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else "")
+
+
 def _difference(stored: object, expected: dict[str, Any]) -> str:
     """Which identity fields of a stale shard differ, e.g. ``revision 'a1' (expected 'b2')``."""
     if not isinstance(stored, dict):
         return "no model identity in the header"
-    fields = sorted(set(stored) | set(expected))
-    changed = [
-        f"{name} {stored.get(name)!r} (expected {expected.get(name)!r})"
-        for name in fields
-        if stored.get(name) != expected.get(name)
-    ]
-    return "written for " + ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else "")
+    return "written for " + identity_changes(stored, expected)
 
 
-def _written_by() -> dict[str, str]:
+def written_by() -> dict[str, str]:
     from probrank import __version__
 
     # plain ``str``: ``torch.__version__`` is a ``TorchVersion``, a class that

@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,7 +42,14 @@ import torch
 from torch import Tensor
 
 from probrank._files import write_atomically
-from probrank.encoders.cache import CacheWarning, shard_checksum, text_key
+from probrank.encoders.cache import (
+    drop_shard,
+    identity_changes,
+    shard_checksum,
+    text_key,
+    warn_dropped,
+    written_by,
+)
 from probrank.encoders.packed_states import PackedStates
 
 __all__ = [
@@ -127,7 +132,7 @@ class HiddenStateCache:
                     try:
                         keys, states, lengths = self._read(shard)
                     except _BadShard as bad:
-                        self._drop(shard, str(bad), before)
+                        drop_shard(self.dropped, shard, str(bad), before)
                         continue
                     pieces = torch.split(states, lengths.tolist())
                     store.update(zip(keys, pieces, strict=True))
@@ -185,26 +190,8 @@ class HiddenStateCache:
             raise _BadShard("checksum mismatch")
         return keys, states, lengths
 
-    def _drop(self, shard: Path, reason: str, before: os.stat_result) -> None:
-        self.dropped.append((shard, reason))
-        try:  # delete it unless another process has just replaced it with a new file
-            now = shard.stat()
-            if (now.st_ino, now.st_mtime_ns) == (before.st_ino, before.st_mtime_ns):
-                shard.unlink()
-        except OSError:
-            pass
-
     def _warn(self) -> None:
-        if not self.dropped:
-            return
-        shard, reason = self.dropped[0]
-        more = f" (and {len(self.dropped) - 1} more)" if len(self.dropped) > 1 else ""
-        warnings.warn(
-            f"hidden-state cache {self.folder}: ignored {len(self.dropped)} damaged or stale "
-            f"shard(s): {shard.name}: {reason}{more}; their states are recomputed",
-            CacheWarning,
-            stacklevel=3,
-        )
+        warn_dropped(self.dropped, f"hidden-state cache {self.folder}", "states", stacklevel=3)
 
     # -- the store -------------------------------------------------------------------------
 
@@ -258,7 +245,7 @@ class HiddenStateCache:
             "dtype": str(states.dtype),
             "count": len(keys),
             "checksum": hidden_shard_checksum(keys, states, lengths),
-            "written_by": _written_by(),
+            "written_by": written_by(),
         }
         payload = {"header": header, "keys": keys, "lengths": lengths, "states": states}
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -270,16 +257,4 @@ def _difference(header: Mapping[str, Any], cache: HiddenStateCache) -> str:
     stored = header.get("identity")
     if not isinstance(stored, dict):
         return "(no identity in the header)"
-    changed = [
-        f"{name} {stored.get(name)!r} (expected {cache.identity.get(name)!r})"
-        for name in sorted(set(stored) | set(cache.identity))
-        if stored.get(name) != cache.identity.get(name)
-    ]
-    return "(" + ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else "") + ")"
-
-
-def _written_by() -> dict[str, str]:
-    from probrank import __version__
-
-    # plain str: torch.__version__ is a TorchVersion, which weights_only loading refuses
-    return {"probrank": str(__version__), "torch": str(torch.__version__)}
+    return "(" + identity_changes(stored, cache.identity) + ")"
