@@ -53,6 +53,11 @@ def list_covariances(
     return tuple(out)
 
 
+def _joint_covariances(model: Any, lists: Sequence[CandidateList]) -> tuple[Tensor, ...]:
+    """:func:`list_covariances` of a fitted ranker (its features and BoTorch model)."""
+    return list_covariances(model.botorch_model(), model.features(lists), lists)
+
+
 def _ids(lists: Sequence[CandidateList]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return (
         tuple(item.qid for item in lists for _ in item.candidates),
@@ -95,10 +100,7 @@ class GPFReranker:
     def estimate(self, lists: Sequence[CandidateList]) -> RelevanceEstimate:
         """Posterior relevance of every candidate of ``lists`` (see the module docstring)."""
         predictions = self.model.predict(lists)
-        covariances: tuple[Tensor, ...] = ()
-        if self.joint:
-            x = self.model.features(lists)
-            covariances = list_covariances(self.model.botorch_model(), x, lists)
+        covariances = _joint_covariances(self.model, lists) if self.joint else ()
         return RelevanceEstimate(
             qids=predictions.qids,
             candidate_ids=predictions.candidate_ids,
@@ -144,10 +146,7 @@ class MultiTaskReranker:
     def estimate(self, lists: Sequence[CandidateList]) -> RelevanceEstimate:
         """Posterior relevance of every candidate of ``lists`` (see the module docstring)."""
         probability, mean, sd = self.model.predict(lists)
-        covariances: tuple[Tensor, ...] = ()
-        if self.joint:
-            x = self.model.features(lists)
-            covariances = list_covariances(self.model.botorch_model(), x, lists)
+        covariances = _joint_covariances(self.model, lists) if self.joint else ()
         qids, candidate_ids = _ids(lists)
         return RelevanceEstimate(
             qids=qids,
