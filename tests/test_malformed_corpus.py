@@ -247,6 +247,7 @@ COMMANDS_AND_LOADERS = {
     "eval": 50,
     "fuse": 25,
     "experiment": 35,
+    "encode": 14,
     "interactive": 50,
     "demo": 8,
     "global": 6,

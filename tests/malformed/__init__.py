@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from tests.malformed.commands import EVAL_CASES, FUSE_CASES
 from tests.malformed.datasets import DATASET_CASES
+from tests.malformed.encode import ENCODE_CASES, EXECUTOR_CASES
 from tests.malformed.experiment import EXPERIMENT_CASES
 from tests.malformed.formats import FORMAT_CASES
 from tests.malformed.inputs import CliCase, LoaderCase
@@ -26,6 +27,8 @@ CLI_CASES: list[CliCase] = [
     *EVAL_CASES,
     *FUSE_CASES,
     *EXPERIMENT_CASES,
+    *EXECUTOR_CASES,
+    *ENCODE_CASES,
     *INTERACTIVE_CASES,
     *DEMO_CASES,
     *GLOBAL_CASES,
