@@ -48,7 +48,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import tomllib  # noqa: E402
 import torch  # noqa: E402
 
-from probrank._encode_command import read_texts  # noqa: E402
+from probrank.experiments.encode import read_texts  # noqa: E402
 from probrank.data import Qrels, Run, shared_data_dir  # noqa: E402
 from probrank.encoders.transformer import TransformerEncoder  # noqa: E402
 from probrank.evaluation import evaluate, top_runs  # noqa: E402

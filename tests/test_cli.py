@@ -162,7 +162,7 @@ import sys, time
 import probrank.cli as cli
 def handler(args):
 {body}
-cli._cmd_demo = cli._cmd_eval = handler
+cli.command_module("demo").run = cli.command_module("eval").run = handler
 sys.exit(cli.main(sys.argv[1:]))
 """
 

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import probrank.cli as cli
-from probrank._cli import threads_before_parsing
+from probrank.cli._parsing import threads_before_parsing
 from probrank.cli import COMMANDS, main
 
 EVAL = ("eval", "q", "r")
@@ -50,7 +50,7 @@ def _record(monkeypatch: pytest.MonkeyPatch) -> dict:
         log.info("an info message")
         log.warning("a warning")
 
-    monkeypatch.setattr(cli, "_cmd_eval", handler)
+    monkeypatch.setattr(cli.command_module("eval"), "run", handler)
     return seen
 
 
@@ -94,7 +94,7 @@ def test_verbosity_sets_the_log_level_and_the_bars(
 
 def test_eval_q_is_still_per_topic(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict = {}
-    monkeypatch.setattr(cli, "_cmd_eval", lambda args: seen.update(vars(args)))
+    monkeypatch.setattr(cli.command_module("eval"), "run", lambda args: seen.update(vars(args)))
     assert main(["eval", "-q", "qrels", "run"]) == 0
     assert seen["per_query"] is True and seen["quiet"] == 0
     assert main(["-q", "eval", "qrels", "run"]) == 0
@@ -109,7 +109,7 @@ def _choices(command: str, option: str) -> list[str]:
 
 
 def test_choices_come_from_the_registries() -> None:
-    from probrank._fuse_command import fuse_methods
+    from probrank.experiments.fuse import fuse_methods
     from probrank.acquisition.select import Strategy
     from probrank.data.datasets import dataset_names
     from probrank.data.trec import OnDuplicate

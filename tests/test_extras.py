@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from probrank._cli import describe_error
+from probrank.cli._parsing import describe_error
 from probrank._extras import require
 from probrank.exceptions import MissingExtraError, ProbrankError
 

@@ -1,4 +1,4 @@
-"""``probrank fuse``'s work (:mod:`probrank._fuse_command`) on real and generated runs."""
+"""``probrank fuse``'s work (:mod:`probrank.experiments.fuse`) on real and generated runs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from probrank._fuse_command import fuse_command, fuse_methods
+from probrank.experiments.fuse import fuse_command, fuse_methods
 from probrank.cli import main
 from probrank.data.trec import Qrels, Run
 from probrank.exceptions import InputDataError

@@ -328,7 +328,7 @@ def test_byte_order_mark_and_crlf_are_accepted(
 def test_finite_scores_near_the_limit_fuse_when_their_range_fits(tmp_path: Path) -> None:
     """The overflow cases fail because of the range, not the magnitude: 1e308 beside small
     scores fuses by min-max, sum and rank (z-scores square the deviations: an error, a case)."""
-    from probrank._fuse_command import fuse_command
+    from probrank.experiments.fuse import fuse_command
     from probrank.data.trec import Run
 
     _materialise(

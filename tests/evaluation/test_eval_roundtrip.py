@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probrank._fuse_command import FUSED_MEASURES, fuse_command
+from probrank.experiments.fuse import FUSED_MEASURES, fuse_command
 from probrank.data import Qrels, Run
 from probrank.evaluation import evaluate
 from probrank.evaluation.trec_eval.reference import parse_output, run_reference

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from probrank._cli import describe_error
+from probrank.cli._parsing import describe_error
 from probrank.executors import ExecutorSettings, Task, TaskFailedError, open_executor
 from probrank.executors.ray_tasks import RayExecutor
 from tests.executors import tasks

@@ -16,6 +16,7 @@ import signal
 import sys
 from collections.abc import Callable, Container, Iterator, Sequence
 from contextlib import contextmanager
+from enum import Enum
 from types import FrameType
 from typing import NoReturn
 
@@ -29,6 +30,7 @@ __all__ = [
     "add_global_options",
     "at_least",
     "describe_error",
+    "enum_values",
     "logging_scope",
     "positive_float",
     "positive_int",
@@ -108,6 +110,11 @@ def positive_float(text: str) -> float:
     if not text.strip().isascii() or not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
     return value
+
+
+def enum_values(kind: type[Enum]) -> list[str]:
+    """The values of a ``str`` enum, in definition order (for ``choices``)."""
+    return [member.value for member in kind]
 
 
 def add_global_options(parser: argparse.ArgumentParser, *, top_level: bool) -> None:

@@ -10,8 +10,6 @@ the cache lacks, so an interrupted job resumes.
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
@@ -19,15 +17,7 @@ from typing import Any
 
 from probrank.exceptions import InputDataError
 
-__all__ = [
-    "CollectionFormat",
-    "add_encode_arguments",
-    "add_executor_arguments",
-    "encode_command",
-    "encode_command_from_args",
-    "print_report",
-    "read_texts",
-]
+__all__ = ["CollectionFormat", "encode_command", "read_texts"]
 
 
 class CollectionFormat(str, Enum):
@@ -161,113 +151,3 @@ def encode_command(
         "nodes": report.nodes,
         "summary": report.summary(),
     }
-
-
-def print_report(report: dict[str, Any], as_json: bool) -> None:
-    """Print the report: its summary lines, or the JSON object without them."""
-    if as_json:
-        print(json.dumps({k: v for k, v in report.items() if k != "summary"}, indent=2))
-    else:
-        print(report["summary"])
-
-
-def add_executor_arguments(parser: argparse.ArgumentParser, *, default: str | None = None) -> None:
-    """``--executor`` and ``--ray-address`` (``probrank experiment`` and ``probrank encode``).
-
-    Args:
-        parser: The command's parser.
-        default: ``--executor``'s default (None: the config's ``[experiment] executor``).
-    """
-    from probrank.executors.base import ExecutorKind
-
-    kinds = [kind.value for kind in ExecutorKind]
-    parser.add_argument(
-        "--executor",
-        choices=kinds,
-        default=default,
-        help="where the work runs: this process, or Ray (the probrank[ray] extra; default "
-        + (default if default is not None else "the config's [experiment] executor, else local")
-        + ")",
-    )
-    parser.add_argument(
-        "--ray-address",
-        metavar="ADDRESS",
-        default=None,
-        help="the Ray cluster: 'auto' joins the one this machine runs (ray start), "
-        "'host:port' a given one (default: start a local Ray instance, no dashboard)",
-    )
-
-
-def add_encode_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``probrank encode``."""
-    from probrank._cli import positive_int
-    from probrank.encoders.transformer import CACHE_SHARD_SIZE, Pooling
-
-    parser.description = (
-        "Encode every document of a collection with a frozen encoder into the disk cache the "
-        "experiments read (checksummed shards of "
-        f"{CACHE_SHARD_SIZE} texts); what the cache holds is not encoded again."
-    )
-    parser.add_argument("collection", nargs="+", help="TREC <DOC> files (.gz allowed) or a JSONL")
-    parser.add_argument(
-        "--format",
-        dest="collection_format",
-        choices=[kind.value for kind in CollectionFormat],
-        default=None,
-        help="how to read the files (default: jsonl for *.jsonl[.gz], else trec)",
-    )
-    parser.add_argument("--docno-field", default="docno", help="JSONL docno field")
-    parser.add_argument("--text-field", default="text", help="JSONL text field")
-    parser.add_argument(
-        "--max-documents", type=positive_int, default=None, help="the first N documents only"
-    )
-    parser.add_argument(
-        "--model", default=None, help="local model folder (default: the packaged MiniLM)"
-    )
-    parser.add_argument("--pooling", choices=[p.value for p in Pooling], default=Pooling.MEAN.value)
-    parser.add_argument("--max-length", type=positive_int, default=256, help="tokens per text")
-    parser.add_argument(
-        "--batch-size", type=positive_int, default=32, help="texts per forward pass (32)"
-    )
-    parser.add_argument(
-        "--cache-dir",
-        default=".probrank-cache",
-        help="cache folder; a relative one is under the project root, as in the configs",
-    )
-    add_executor_arguments(parser, default="local")
-    parser.add_argument(
-        "--workers",
-        type=positive_int,
-        default=None,
-        help="Ray: actors, one model each (default: one per GPU, else per CPU of the cluster)",
-    )
-    parser.add_argument(
-        "--threads-per-worker",
-        type=positive_int,
-        default=1,
-        help="Ray: torch threads and CPUs per actor (default 1)",
-    )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-
-
-def encode_command_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """:func:`encode_command` with the parsed arguments of ``probrank encode``."""
-    from probrank._progress import progress_enabled
-
-    return encode_command(
-        args.collection,
-        collection_format=args.collection_format,
-        docno_field=args.docno_field,
-        text_field=args.text_field,
-        max_documents=args.max_documents,
-        model=args.model,
-        pooling=args.pooling,
-        max_length=args.max_length,
-        batch_size=args.batch_size,
-        cache_dir=args.cache_dir,
-        executor=args.executor,
-        ray_address=args.ray_address,
-        workers=args.workers,
-        threads_per_worker=args.threads_per_worker,
-        progress=progress_enabled() and not args.json,
-    )

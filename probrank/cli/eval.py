@@ -1,0 +1,258 @@
+"""``probrank eval``: evaluate runs exactly as trec_eval 10.0 does, in double precision; with
+``--compare`` paired tests against the first run, with ``--bayesian`` the Bayesian comparison.
+
+Imports neither torch, pyro, transformers nor pandas (``--compare`` imports pandas).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from probrank.cli._parsing import at_least, enum_values, positive_float, positive_int, seed
+from probrank.exceptions import InputDataError
+
+TORCH = False
+
+BAYESIAN_MEASURES = ("AP", "nDCG@10", "P@10")
+"""What ``--bayesian`` models when no ``-m`` is given (each measure costs sampler time)."""
+
+
+def run(args: argparse.Namespace) -> None:
+    """Evaluate (trec_eval's lines, or JSON), or compare the runs with the first."""
+    from probrank.data.trec import Run
+    from probrank.evaluation.measures import DEFAULT_MEASURES, Evaluator
+
+    _check_bayesian_options(args)
+    measures = args.measures if args.measures is not None else list(DEFAULT_MEASURES)
+    options = {"relevance_level": args.level, "all_queries": args.complete, "depth": args.depth}
+    # measure names, -l and -M are validated before the qrels are read
+    evaluator = Evaluator(args.qrels, measures, **options)
+    bayesian = _bayesian_measure_names(args, evaluator) if args.bayesian else []
+    runs = [Run.read(path) for path in args.runs]
+    if args.compare:
+        from probrank.evaluation.significance import compare
+
+        table = compare(
+            evaluator.qrels,
+            runs,
+            evaluator.names,
+            test=args.test,
+            correction=args.correction,
+            **options,
+        )
+        if args.bayesian:
+            _eval_bayesian(args, evaluator, runs, bayesian, table, options)
+            return
+        if args.json:
+            print(table.to_json(orient="records", indent=2))
+        else:
+            print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        return
+    counts = {name for name in evaluator.names if evaluator.is_count(name)}
+    # trec_eval prints num_q and gm_map in the summary only
+    per_topic = [m.name for m in evaluator.measures if m.family not in ("NumQ", "GMAP")]
+    output: dict[str, dict[str, object]] = {}
+    for run_ in runs:
+        values = evaluator.per_query(run_)
+        totals = evaluator.aggregate(values)
+        if args.json:
+            output[run_.name] = {**values, "all": totals} if args.per_query else dict(totals)
+            continue
+        lines = [f"{'runid':<22}\tall\t{run_.tag}"]
+        if args.per_query:
+            for qid, row in values.items():
+                lines.extend(_line(name, qid, row[name], name in counts) for name in per_topic)
+        lines.extend(_line(name, "all", totals[name], name in counts) for name in evaluator.names)
+        print("\n".join(lines))
+    if args.json:
+        print(json.dumps(output, indent=2))
+
+
+def _check_bayesian_options(args: argparse.Namespace) -> None:
+    """The Bayesian options' combinations, checked before any file is read."""
+    given = [
+        flag
+        for flag, value in (
+            ("--rope", args.rope),
+            ("--plot", args.plot),
+            ("--chains", args.chains),
+            ("--draws", args.draws),
+            ("--warmup", args.warmup),
+            ("--seed", args.seed),
+        )
+        if value is not None
+    ]
+    if given and not args.bayesian:
+        raise InputDataError(f"{', '.join(given)}: only with --compare --bayesian")
+    if args.bayesian and not args.compare:
+        raise InputDataError("--bayesian needs --compare (it compares every run with the first)")
+    if args.compare and len(args.runs) < 2:
+        raise InputDataError("--compare needs a baseline run and at least one other run")
+    if args.plot is not None:
+        from probrank._files import check_output_path
+
+        check_output_path(args.plot)
+
+
+def _bayesian_measure_names(args: argparse.Namespace, evaluator: Any) -> list[str]:
+    """The measures ``--bayesian`` models: those of ``-m`` in [0, 1], or
+    :data:`BAYESIAN_MEASURES`."""
+    if args.measures is None:
+        return list(BAYESIAN_MEASURES)
+    from probrank.evaluation.bayesian import bayesian_measures
+
+    names = bayesian_measures(evaluator)
+    if not names:
+        raise InputDataError(
+            "--bayesian models measures in [0, 1]; -m gave only counts, num_q or gm_map"
+        )
+    return names
+
+
+def _eval_bayesian(
+    args: argparse.Namespace,
+    evaluator: Any,
+    runs: list[Any],
+    measures: list[str],
+    table: Any,
+    options: dict[str, Any],
+) -> None:
+    """``eval --compare --bayesian``: the frequentist table, then the Bayesian comparison."""
+    import warnings
+
+    from probrank.evaluation.bayesian import bayesian_compare
+    from probrank.evaluation.bayesian_report import comparison_report
+    from probrank.exceptions import ConvergenceWarning
+
+    settings = {
+        key: value
+        for key, value in (
+            ("rope", args.rope),
+            ("num_chains", args.chains),
+            ("num_samples", args.draws),
+            ("warmup_steps", args.warmup),
+            ("seed", args.seed),
+        )
+        if value is not None
+    }
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        result = bayesian_compare(
+            evaluator.qrels, runs, measures, progress=not args.json, **settings, **options
+        )
+    for warning in caught:
+        if issubclass(warning.category, ConvergenceWarning):
+            print(f"probrank: warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
+    if args.plot is not None:
+        from probrank.evaluation.bayesian_plots import plot_posterior_differences
+
+        plot_posterior_differences(result, args.plot)
+    if args.json:
+        print(json.dumps(comparison_report(table, result), indent=2, allow_nan=False))
+        return
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    print()
+    print(result.describe())
+    print(result.table())
+    if args.plot is not None:
+        print(f"\nposterior differences plotted to {args.plot}")
+
+
+def _line(name: str, qid: str, value: float, integer: bool) -> str:
+    """One output line as trec_eval prints it (``%-22s\t%s\t%6.4f``, counts as ``%ld``)."""
+    text = f"{int(value)}" if integer else f"{value:6.4f}"
+    return f"{name:<22}\t{qid}\t{text}"
+
+
+def _epilog() -> str:
+    """``probrank eval --help``'s list of measures and notes."""
+    from probrank.evaluation.measures import DEFAULT_MEASURES
+    from probrank.evaluation.trec_eval.names import measure_help
+
+    return f"""measures (-m NAME, repeatable; -m A B also works; every name is checked first):
+{measure_help()}
+
+  trec_eval's -m syntax works too: P.5,10  map_cut.100  iprec_at_recall..1,.25  set_F.0.5
+  rbp.p=0.8; a bare family (P, recall, success, map_cut, ndcg_cut, unj, iprec_at_recall)
+  gives trec_eval's default cut-offs; 'official' gives trec_eval's default measures.
+  k is a positive integer, r a recall level in [0, 1], rel= an integer >= 0 (that measure's
+  own -l), p in (0, 1), beta >= 0.
+  default: {" ".join(DEFAULT_MEASURES)}
+
+semantics (trec_eval 10.0, in double precision):
+  documents are ordered by score (as a double) descending, ties by docno descending; -M cuts
+  that order. A run topic the qrels lack is ignored; a qrels topic the run lacks is left out
+  (trec_eval 10 stops instead), or with -c counted as trec_eval 10 counts it. Counts are
+  summed over topics, other measures averaged; -q prints each topic (not num_q, gm_map)."""
+
+
+def add_arguments(ev: argparse.ArgumentParser) -> None:
+    """The arguments of ``probrank eval``."""
+    from probrank.evaluation.significance_kinds import Correction, SignificanceTest
+
+    ev.description = "Evaluate TREC runs exactly as trec_eval 10.0 does, in double precision."
+    ev.epilog = _epilog()
+    ev.formatter_class = argparse.RawDescriptionHelpFormatter
+    ev.add_argument("qrels", help="TREC qrels file (.gz allowed)")
+    ev.add_argument("runs", nargs="+", help="TREC run files (.gz allowed)")
+    ev.add_argument(
+        "-m",
+        "--measures",
+        action="extend",
+        nargs="+",
+        metavar="MEASURE",
+        help="measure names, ir-measures or trec_eval spelling (see below); repeatable",
+    )
+    ev.add_argument(
+        "-l",
+        "--level",
+        type=at_least(0, "an integer >= 0"),
+        default=None,
+        help="lowest grade that counts as relevant (trec_eval -l; default 1)",
+    )
+    ev.add_argument(
+        "-c", "--complete", action="store_true", help="average over every qrels topic (-c)"
+    )
+    ev.add_argument(
+        "-M",
+        "--depth",
+        type=positive_int,
+        default=None,
+        help="evaluate each topic's top DEPTH documents only (trec_eval -M)",
+    )
+    ev.add_argument("-q", "--per-query", action="store_true", help="also print per-topic values")
+    ev.add_argument("--compare", action="store_true", help="test every run against the first")
+    ev.add_argument("--test", default="t", choices=enum_values(SignificanceTest))
+    ev.add_argument("--correction", default="holm", choices=enum_values(Correction))
+    ev.add_argument("--json", action="store_true", help="print JSON {run: {measure: value}}")
+    bayes = ev.add_argument_group(
+        "Bayesian comparison (--compare --bayesian)",
+        "A hierarchical model of the per-topic values (truncated normal on [0, 1], topic "
+        "effects) fitted with NUTS: per measure and run against the first, the posterior mean "
+        "difference, a 95%% credible interval, P(B > A) and P(|B - A| < ROPE); pairwise "
+        "P(better) and P(best). Measures in [0, 1] of -m (default AP nDCG@10 P@10).",
+    )
+    bayes.add_argument("--bayesian", action="store_true", help="add the Bayesian comparison")
+    bayes.add_argument(
+        "--rope",
+        type=positive_float,
+        default=None,
+        metavar="R",
+        help="region of practical equivalence |B - A| < R (default 0.01)",
+    )
+    bayes.add_argument(
+        "--plot", default=None, metavar="FILE", help="PNG of the posterior differences"
+    )
+    bayes.add_argument("--chains", type=positive_int, default=None, help="NUTS chains (4)")
+    bayes.add_argument("--draws", type=positive_int, default=None, help="draws per chain (500)")
+    bayes.add_argument(
+        "--warmup", type=positive_int, default=None, help="warm-up steps per chain (300)"
+    )
+    bayes.add_argument("--seed", type=seed, default=None, help="chain c gets seed + c (0)")
