@@ -16,7 +16,7 @@ from typing import Any
 from probrank._files import new_figure, save_figure
 from probrank.acquisition.select import Strategy
 from probrank.experiments.interactive.cells import Cell, load_experiment_data, run_cell
-from probrank.experiments.interactive.options import InteractiveOptions, PosteriorKind
+from probrank.models.interactive.settings import InteractiveRankerSettings, PosteriorKind
 
 __all__ = ["demo_session"]
 
@@ -35,7 +35,7 @@ def demo_session(
         ``(markdown, results)``: a Markdown section (table + image link) and
         ``{cell name: {"accuracy": [...], "ndcg@5": [...], "median_round_seconds": x}}``.
     """
-    options = InteractiveOptions()
+    options = InteractiveRankerSettings()
     options = dataclasses.replace(
         options,
         warm_start=dataclasses.replace(options.warm_start, max_epochs=4 if quick else 20),

@@ -16,7 +16,9 @@ A config names its protocol in ``[experiment] protocol = "..."``; :data:`PROTOCO
 name to ``"module:function"``, imported only when used (so the CLI starts fast and optional
 heavy imports stay lazy). :func:`load_config` checks the file against the protocol's typed
 schema (:data:`probrank.experiments.schemas.SCHEMAS`): an unknown key, a missing required key or
-a value of the wrong type is a one-line error naming the file, the line and the key. A protocol
+a value of the wrong type is a one-line error naming the file, the line and the key; a prior or
+likelihood named as ``"module.path:callable"`` is imported (the config's folder first on the
+import path) and probed there too (:mod:`probrank._plugins`), before any work starts. A protocol
 function has the signature
 ``fn(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult``;
 :func:`run_experiment` writes what it returns (:mod:`probrank.experiments.provenance`).
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Protocol
 
 from probrank._config import check_config, locate_key, read_toml
+from probrank._plugins import resolve_config_plugins
 from probrank.exceptions import InputDataError
 from probrank.experiments.results import ExperimentResult
 
@@ -106,6 +109,8 @@ def load_config(path: str | Path, *, protocol: str | None = None) -> dict:
 
     document = {**config, "experiment": {**experiment, "protocol": named}}
     check_config(document, SCHEMAS[named], path=path, text=text)
+    # your own priors and likelihoods ("module:callable"): imported and probed before any work
+    resolve_config_plugins(document, SCHEMAS[named], path=path, text=text)
     return config
 
 

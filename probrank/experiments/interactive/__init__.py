@@ -7,8 +7,6 @@
 * :mod:`~probrank.experiments.interactive.data` and
   :mod:`~probrank.experiments.interactive.synthetic`: the questions (from the dataset registry,
   or generated);
-* :mod:`~probrank.experiments.interactive.options`: the config's option tables as the
-  :class:`~probrank.models.InteractiveRanker` settings of a cell;
 * :mod:`~probrank.experiments.interactive.commands`: ``probrank interactive`` (one simulated
   cell, or a real session with ``--human``);
 * :mod:`~probrank.experiments.interactive.config`: the config's typed schema.

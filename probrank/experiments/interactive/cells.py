@@ -39,16 +39,12 @@ from probrank.experiments.interactive.data import (
     load_lists,
     prepare_questions,
 )
-from probrank.experiments.interactive.options import (
-    InteractiveOptions,
-    PosteriorKind,
-    ranker_settings,
-)
 from probrank.experiments.interactive.synthetic import synthetic_questions
 from probrank.interactive.metrics import ranking_curves
 from probrank.interactive.simulate import simulate_session
 from probrank.interactive.users import SimulatedUser, simulated_user_seed
 from probrank.models.interactive.model import InteractiveRanker
+from probrank.models.interactive.settings import InteractiveRankerSettings, PosteriorKind
 from probrank.models.interactive.warmstart import WarmStart
 
 __all__ = [
@@ -140,7 +136,7 @@ class ExperimentData:
         self,
         questions: list[Question],
         warm_start_data: Callable[[], tuple[Blocks, Blocks]],
-        options: InteractiveOptions,
+        options: InteractiveRankerSettings,
         cache_dir: str | Path | None,
     ) -> None:
         self.questions = questions
@@ -153,12 +149,12 @@ class ExperimentData:
         self,
         seed: int,
         kind: PosteriorKind,
-        options: InteractiveOptions,
+        options: InteractiveRankerSettings,
         strategy: Strategy | str = Strategy.EI,
     ) -> InteractiveRanker:
         """The :class:`~probrank.models.InteractiveRanker` of ``seed``: warm-started (through
         the cache) with what ``kind`` needs (SWAG, ensemble members), unless it needs none."""
-        ranker = InteractiveRanker(ranker_settings(kind, options, seed, strategy))
+        ranker = InteractiveRanker(options.for_cell(kind, strategy, seed))
         if not ranker.settings.needs_warm_start:
             return ranker
         if self._blocks is None:
@@ -181,7 +177,9 @@ class ExperimentData:
         copy._blocks = self._blocks
         return copy
 
-    def warm_start(self, seed: int, kind: PosteriorKind, options: InteractiveOptions) -> WarmStart:
+    def warm_start(
+        self, seed: int, kind: PosteriorKind, options: InteractiveRankerSettings
+    ) -> WarmStart:
         """The warm start of ``seed`` with what ``kind`` needs (SWAG, ensemble members)."""
         warm = self.ranker(seed, kind, options).warm_start
         if warm is None:
@@ -210,7 +208,7 @@ def load_experiment_data(
     dataset: str,
     split: str = "test",
     *,
-    options: InteractiveOptions | None = None,
+    options: InteractiveRankerSettings | None = None,
     encoder_options: dict[str, Any] | None = None,
     max_questions: int | None = None,
     data_folder: str | None = None,
@@ -233,7 +231,7 @@ def load_experiment_data(
     Args:
         dataset: ``"liveqa-med"``, ``"mediqa"`` or ``"synthetic"``.
         split: The evaluation split.
-        options: Settings (default :class:`InteractiveOptions`).
+        options: Settings (default :class:`InteractiveRankerSettings`).
         encoder_options: The ``[encoder]`` table.
         max_questions: Keep the first this many questions.
         data_folder: The evaluation data set's folder (default: under the shared data folder).
@@ -245,7 +243,7 @@ def load_experiment_data(
     Raises:
         InputDataError: Unknown data set, split or question, or missing or malformed data.
     """
-    options = options or InteractiveOptions()
+    options = options or InteractiveRankerSettings()
     if dataset == SYNTHETIC:
         count = max_questions or 30
         questions = _only(synthetic_questions(count, seed=2, prefix="T"), question, dataset)
@@ -305,7 +303,7 @@ def run_cell(
     *,
     seeds: int = 3,
     rounds: int = 10,
-    options: InteractiveOptions | None = None,
+    options: InteractiveRankerSettings | None = None,
     progress: bool = True,
     first_seed: int = 0,
 ) -> CellResult:

@@ -22,12 +22,8 @@ from probrank.experiments.interactive.cells import (
     load_experiment_data,
     run_cell,
 )
-from probrank.experiments.interactive.options import (
-    InteractiveOptions,
-    PosteriorKind,
-    needs_warm_start,
-)
 from probrank.experiments.results import ExperimentResult
+from probrank.models.interactive.settings import InteractiveRankerSettings, PosteriorKind
 
 __all__ = ["human_session", "interactive_command"]
 
@@ -61,7 +57,7 @@ def interactive_command(
 
     torch.set_num_threads(threads)
     cfg = load_config(config, protocol="interactive") if config else {}
-    options = InteractiveOptions.from_config(cfg)
+    options = InteractiveRankerSettings.from_tables(cfg)
     cell = Cell(
         parse_enum(PosteriorKind, posterior, "posterior"),
         parse_enum(Strategy, strategy, "strategy"),
@@ -76,7 +72,7 @@ def interactive_command(
         encoder_options={**cfg.get("encoder", {}), "show_progress": progress},
         max_questions=max_questions,
         config_path=config or None,
-        warm_start=needs_warm_start(cell.posterior, options),
+        warm_start=options.for_cell(cell.posterior).needs_warm_start,
     )
     result = run_cell(source, cell, seeds=seeds, rounds=rounds, options=options, progress=progress)
     shown = [r for r in range(rounds + 1) if r in REPORTED_ROUNDS or r == rounds]
@@ -188,7 +184,7 @@ def _human_session(
     from probrank.experiments import load_config
 
     cfg = load_config(config, protocol="interactive") if config else {}
-    options = InteractiveOptions.from_config(cfg)
+    options = InteractiveRankerSettings.from_tables(cfg)
     kind = parse_enum(PosteriorKind, posterior, "posterior")
     source = load_experiment_data(  # only the session's question is encoded
         data,
@@ -197,7 +193,7 @@ def _human_session(
         encoder_options=cfg.get("encoder"),
         config_path=config or None,
         question=question,
-        warm_start=needs_warm_start(kind, options),
+        warm_start=options.for_cell(kind).needs_warm_start,
     )
     item = source.questions[0]
     ranker = source.ranker(seed, kind, source.options, strategy)

@@ -22,12 +22,12 @@ from probrank.experiments.tables import (
 from probrank.models.interactive.settings import (
     OPTION_TABLES,
     GPPLOptions,
+    IncrementalUpdate,
     LaplaceOptions,
     PosteriorKind,
     SampleOptions,
 )
 from probrank.models.interactive.warmstart import WarmStartOptions
-from probrank.posteriors.neural import IncrementalUpdate
 
 __all__ = ["InteractiveConfig"]
 

@@ -17,7 +17,6 @@ on the local executor.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,14 +38,10 @@ from probrank.experiments.interactive.cells import (
     merge_cell_results,
     run_cell,
 )
-from probrank.experiments.interactive.options import (
-    InteractiveOptions,
-    PosteriorKind,
-    needs_warm_start,
-)
 from probrank.experiments.interactive.tune import run_tuning
 from probrank.experiments.provenance import save_partial
 from probrank.experiments.results import ExperimentResult
+from probrank.models.interactive.settings import InteractiveRankerSettings, PosteriorKind
 
 __all__ = ["run"]
 
@@ -78,7 +73,7 @@ def _noise(value: object) -> float:
 
 
 def _cell_seed(
-    data: ExperimentData, cell: Cell, seed: int, rounds: int, options: InteractiveOptions
+    data: ExperimentData, cell: Cell, seed: int, rounds: int, options: InteractiveRankerSettings
 ) -> CellResult:
     """One task: the sessions of one cell and one seed on every question."""
     return run_cell(
@@ -90,7 +85,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     """The ``interactive`` protocol: a grid of cells, or a ``[tune]`` search on validation."""
     threads = int(config.get("experiment", {}).get("threads", 1))
     torch.set_num_threads(threads)
-    options = InteractiveOptions.from_config(config)
+    options = InteractiveRankerSettings.from_tables(config)
     data_cfg = config.get("data", {})
     evaluation = config.get("evaluation", {})
     reported = [int(r) for r in evaluation.get("rounds", REPORTED_ROUNDS)]
@@ -114,12 +109,13 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         encoder_options=config.get("encoder"),
         max_questions=4 if smoke else limit,
         config_path=config_path,
-        warm_start="tune" in config or any(needs_warm_start(c.posterior, options) for c in cells),
+        warm_start="tune" in config
+        or any(options.for_cell(c.posterior).needs_warm_start for c in cells),
     )
     settings = {
         "data": {"dataset": dataset, "split": split, "max_questions": limit or 0},
         "evaluation": {"rounds": reported},
-        **dataclasses.asdict(options),
+        **options.tables_json(),
     }
     if "tune" in config:
         tuned = run_tuning(data, config, options, seeds=seeds, smoke=smoke, path=config_path)
@@ -138,7 +134,9 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     )
     executor_settings = ExecutorSettings.from_table(config.get("experiment"))
     if executor_settings.kind is ExecutorKind.RAY:  # no encoder in what the tasks take
-        data = data.portable(warm_start=any(needs_warm_start(c.posterior, options) for c in cells))
+        data = data.portable(
+            warm_start=any(options.for_cell(c.posterior).needs_warm_start for c in cells)
+        )
     pairs = [(cell, seed) for cell in cells for seed in range(seeds)]
     per_seed: dict[Cell, dict[int, CellResult]] = {cell: {} for cell in cells}
 

@@ -20,12 +20,8 @@ from probrank._options import parse_enum
 from probrank.acquisition.select import Strategy
 from probrank.exceptions import InputDataError
 from probrank.experiments.interactive.cells import Cell, ExperimentData, run_cell
-from probrank.experiments.interactive.options import (
-    InteractiveOptions,
-    PosteriorKind,
-    needs_warm_start,
-)
 from probrank.experiments.results import ExperimentResult
+from probrank.models.interactive.settings import InteractiveRankerSettings, PosteriorKind
 
 __all__ = ["run_tuning"]
 
@@ -33,7 +29,7 @@ __all__ = ["run_tuning"]
 def run_tuning(
     data: ExperimentData,
     config: dict[str, Any],
-    options: InteractiveOptions,
+    options: InteractiveRankerSettings,
     *,
     seeds: int,
     smoke: bool,
@@ -78,7 +74,7 @@ def run_tuning(
                 for s, curve in enumerate(result.accuracy):
                     objective[s] += statistics.fmean(curve[1:]) / len(noises) if rounds else 0.0
             row["objective"] = objective
-            if needs_warm_start(kind, settings):
+            if settings.for_cell(kind).needs_warm_start:
                 row["val pair acc"] = [
                     data.warm_start(s, kind, settings).validation_accuracy for s in range(seeds)
                 ]

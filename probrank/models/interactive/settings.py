@@ -44,6 +44,7 @@ __all__ = [
     "OPTION_TABLES",
     "GPPLOptions",
     "GPPLPrior",
+    "IncrementalUpdate",
     "InteractiveRankerSettings",
     "LaplaceOptions",
     "PosteriorKind",
@@ -132,6 +133,32 @@ def _table(name: str, kind: type, value: object) -> Any:
         for k, v in value.items()
     }
     return dataclasses.replace(defaults, **values)
+
+
+def _override(current: Any, table: Mapping[str, Any], name: str) -> Any:
+    """``current`` (an option table) with the keys of ``table`` replaced, each of the kind of
+    its default (a list for a tuple, a float for an integer given for a float)."""
+    known = {f.name for f in dataclasses.fields(current)}
+    values = {}
+    for key, value in table.items():
+        if key not in known:
+            raise InputDataError(
+                f"[{name}] has no option {key!r}; known: {', '.join(sorted(known))}"
+            )
+        old = getattr(current, key)
+        if isinstance(old, tuple):
+            value = tuple(value)
+        elif isinstance(old, bool):
+            if not isinstance(value, bool):
+                raise InputDataError(f"[{name}] {key} must be true or false, got {value!r}")
+        elif isinstance(old, int | float) and (
+            isinstance(value, bool) or not isinstance(value, int | float)
+        ):
+            raise InputDataError(f"[{name}] {key} must be a number, got {value!r}")
+        elif isinstance(old, int) and isinstance(value, float) and not value.is_integer():
+            raise InputDataError(f"[{name}] {key} must be an integer, got {value!r}")
+        values[key] = type(old)(value) if isinstance(old, int | float) else value
+    return dataclasses.replace(current, **values)
 
 
 def _number(where: str, value: object, *, low: float, strict: bool) -> None:
@@ -287,6 +314,57 @@ class InteractiveRankerSettings:
     def tables(self) -> dict[str, Any]:
         """The option tables by name (``{"warm_start": WarmStartOptions(...), ...}``)."""
         return {name: getattr(self, name) for name in OPTION_TABLES}
+
+    def tables_json(self) -> dict[str, Any]:
+        """The option tables as plain JSON (the ``settings`` of an experiment's results)."""
+        return {name: dataclasses.asdict(table) for name, table in self.tables().items()}
+
+    @classmethod
+    def from_tables(cls, config: Mapping[str, Any]) -> InteractiveRankerSettings:
+        """Defaults overridden by the option tables (``[warm_start]``, ``[update]``,
+        ``[mcdropout]``, ``[swag]``, ``[laplace]``, ``[gppl]``) of a config; its other tables
+        are not read.
+
+        Raises:
+            InputDataError: An unknown key or a value of the wrong kind.
+        """
+        tables = {name: config[name] for name in OPTION_TABLES if config.get(name)}
+        return cls().with_tables(tables)
+
+    def with_tables(self, tables: Mapping[str, Mapping[str, Any]]) -> InteractiveRankerSettings:
+        """A copy with some keys of some option tables replaced (``{"laplace": {"scale":
+        2.0}}``); numbers keep the type of the default (an integer ``lr = 1`` is ``1.0``)."""
+        unknown = [name for name in tables if name not in OPTION_TABLES]
+        if unknown:
+            raise InputDataError(f"unknown options table {unknown[0]!r}")
+        return dataclasses.replace(
+            self,
+            **{name: _override(getattr(self, name), table, name) for name, table in tables.items()},
+        )
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> InteractiveRankerSettings:
+        """A copy with ``{"table.key": value}`` overrides (as in a tuning grid)."""
+        tables: dict[str, dict[str, Any]] = {}
+        for name, value in overrides.items():
+            table, _, key = name.partition(".")
+            if not key:
+                raise InputDataError(f"override {name!r} must be 'table.key'")
+            tables.setdefault(table, {})[key] = value
+        return self.with_tables(tables)
+
+    def for_cell(
+        self,
+        posterior: PosteriorKind | str,
+        strategy: Strategy | str | None = None,
+        seed: int | None = None,
+    ) -> InteractiveRankerSettings:
+        """A copy with another posterior (and strategy, seed): one cell of an experiment."""
+        changes: dict[str, Any] = {"posterior": posterior}
+        if strategy is not None:
+            changes["strategy"] = strategy
+        if seed is not None:
+            changes["seed"] = seed
+        return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON: enums by value, tables as objects, tuples as lists."""

@@ -12,7 +12,7 @@ import torch
 from probrank.exceptions import InputDataError
 from probrank.experiments.interactive import cells
 from probrank.experiments.interactive.cells import load_experiment_data
-from probrank.experiments.interactive.options import InteractiveOptions, PosteriorKind
+from probrank.models.interactive.settings import InteractiveRankerSettings, PosteriorKind
 from tests.malformed.inputs import Content, liveqa_layout, mediqa_layout
 
 WIDTH = 8
@@ -76,7 +76,7 @@ def test_without_warm_start_the_files_are_read_only_when_a_ranker_needs_them(
 ) -> None:
     _lay_out(data_folder, {**liveqa_layout(), **mediqa_layout(validation_xml="")})
     encoder = _fake_encoder(monkeypatch)
-    options = InteractiveOptions()
+    options = InteractiveRankerSettings()
     data = load_experiment_data(
         "liveqa-med", options=options, encoder_options={"cache_dir": ""}, warm_start=False
     )
