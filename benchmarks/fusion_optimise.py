@@ -40,9 +40,10 @@ import torch
 
 from probrank._files import write_text_atomically
 from probrank.data import Qrels, Run
+from probrank.data.folds import split_folds
 from probrank.data.paths import shared_data_dir
 from probrank.evaluation import evaluate
-from probrank.fusion import FusionObjective, LearnedWeights, fuse, topic_folds
+from probrank.fusion import FusionObjective, LearnedWeights, fuse
 from probrank.fusion.optimize import WeightSearch, best_of
 from probrank.fusion.trained import training_topics
 
@@ -169,7 +170,7 @@ def main() -> None:
     folder = shared_data_dir("fusion", "robust03")
     qrels = Qrels.read(folder / "qrels.txt")
     runs = [Run.read(folder / "runs" / f"input.{n}.gz") for n in TOP_RUNS[: args.runs]]
-    folds = topic_folds(training_topics(runs, qrels), args.folds, args.seed)
+    folds = split_folds(training_topics(runs, qrels), args.folds, seed=args.seed)
     load_before = os.getloadavg()
 
     combsum = fuse(runs, "combsum", depth=DEPTH)

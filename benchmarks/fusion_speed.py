@@ -14,7 +14,7 @@ list, min-max normalisation, in one process:
   from the extras of the experiment (Table 2 grid, LR, RF, plus: ``--cv full`` times
   ``probrank experiment config --seeds 1`` as a whole, with each training group's share read
   from its results JSON). The proposed model's CV is timed through the model's parts
-  (:mod:`probrank.models.qlfusion.cross_fit`), as the protocol runs it.
+  (:meth:`probrank.models.qlfusion.QLFusion.cross_fit`), as the protocol runs it.
   ``--compare`` adds, in the same process, the proposed model's CV with the previous
   configuration's settings (batch sizes 4, 8, 16; 200 steps) with one and two torch threads.
 
@@ -46,9 +46,8 @@ from probrank._threads import torch_threads
 from probrank.data import Qrels, Run, shared_data_dir
 from probrank.evaluation import evaluate, top_runs
 from probrank.exceptions import ConvergenceWarning
-from probrank.fusion import FusionMethod, fuse
-from probrank.models.qlfusion.cross_fit import cross_validated_weights, prepare_cv
-from probrank.models.qlfusion.variants import QuantifierSettings
+from probrank.fusion import fuse
+from probrank.models.qlfusion import QLFusion, QLFusionSettings
 
 RUNS = ["pircRBa1", "aplrob03a", "uwmtCR0", "VTcdhgp1", "THUIRr0301", "fub03IeOLKe3"]
 DEPTH = 100
@@ -124,8 +123,14 @@ def time_proposed(
         "test_mae", "threads", "settings"}``.
     """
     config = tomllib.loads(config_path.read_text(encoding="utf-8"))
-    settings = QuantifierSettings.from_config({**config.get("quantifier", {}), **(overrides or {})})
     protocol = config.get("protocol", {})
+    settings = QLFusionSettings.from_table(
+        {**config.get("quantifier", {}), **(overrides or {})},
+        depth=int(protocol.get("depth", 100)),
+        seed=seed,
+        progress=progress,
+    )
+    model = QLFusion(settings)
     threads = threads or int(config.get("experiment", {}).get("threads", 1))
     base = shared_data_dir(*str(config["data"]["shared"]).split("/"))
     with torch_threads(threads):
@@ -133,22 +138,16 @@ def time_proposed(
         qrels = Qrels.read(base / config["data"].get("qrels", "qrels.txt"))
         paths = sorted(base.glob(config["data"].get("runs", "runs/*")))
         selected = top_runs(qrels, [Run.read(p) for p in paths], int(protocol.get("top_runs", 6)))
-        depth = int(protocol.get("depth", 100))
-        data = prepare_cv(
+        data = model.prepare_cross_fit(
             selected,
             qrels,
             folds=int(protocol.get("folds", 10)),
-            depth=depth,
             fold_seed=int(protocol.get("fold_seed", 0)),
         )
         prepared = time.perf_counter()
-        weights, info = cross_validated_weights(
-            data, seed=seed, settings=settings, variants=["qlfusion"], progress=progress
-        )
+        cross_fit = model.cross_fit_data(data)
         trained = time.perf_counter()
-        fused = fuse(
-            selected, FusionMethod.WEIGHTED, norm="minmax", depth=depth, weights=weights["qlfusion"]
-        )
+        fused = cross_fit.fuse(selected)
         scores = evaluate(qrels, fused, ["P@5", "nDCG@5"])
         end = time.perf_counter()
     return {
@@ -157,7 +156,7 @@ def time_proposed(
         "fuse_evaluate_s": end - trained,
         "total_s": end - start,
         **scores,
-        "test_mae": info["test_mae"]["qlfusion"],
+        "test_mae": cross_fit.test_mae["qlfusion"],
         "threads": threads,
         "settings": repr(settings),
     }

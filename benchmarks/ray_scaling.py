@@ -48,26 +48,19 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import tomllib  # noqa: E402
 import torch  # noqa: E402
 
-from probrank.experiments.encode import read_texts  # noqa: E402
 from probrank.data import Qrels, Run, shared_data_dir  # noqa: E402
 from probrank.encoders.transformer import TransformerEncoder  # noqa: E402
 from probrank.evaluation import evaluate, top_runs  # noqa: E402
 from probrank.executors import ExecutorSettings, Task, open_executor  # noqa: E402
 from probrank.executors.encoding import encode_collection  # noqa: E402
-from probrank.fusion import FusionMethod, fuse  # noqa: E402
-from probrank.models.qlfusion.cross_fit import (  # noqa: E402
-    CVData,
-    cross_validated_group,
-    merge_cross_validated,
-    prepare_cv,
-)
-from probrank.models.qlfusion.variants import (  # noqa: E402
+from probrank.models.qlfusion import (  # noqa: E402
     VARIANTS,
-    Inputs,
-    QuantifierSettings,
+    CrossFitData,
+    QLFusion,
+    QLFusionSettings,
     TrainingGroup,
-    training_groups,
 )
+from probrank.retrieval.collection import Collection  # noqa: E402
 
 CONFIG = Path(__file__).resolve().parents[1] / "models" / "qlfusion" / "robust03.toml"
 REDUCED = {"batch_sizes": [4, 8, 16], "max_steps": 200}
@@ -115,12 +108,12 @@ def _encode(texts: list[str], cache: Path, workers: int | None) -> dict[str, Any
 
 
 def _train_group(
-    data: CVData, group: TrainingGroup, seed: int, settings: QuantifierSettings
+    data: CrossFitData, group: TrainingGroup, seed: int, settings: QLFusionSettings
 ) -> tuple[dict[str, Any], dict[str, Any], float]:
     """One task, as the ``qlfusion_cv`` protocol's: one training group of one seed (its
     predictions and selections come back, not the trained models), and its wall time."""
     start = time.perf_counter()
-    preds, info = cross_validated_group(data, group, seed=seed, settings=settings, progress=False)
+    preds, info = QLFusion(settings).cross_fit_group(data, group, seed=seed)
     info.pop("quantifiers", None)
     return preds, info, time.perf_counter() - start
 
@@ -131,23 +124,24 @@ def _sweep(config: dict, seeds: int, executor: ExecutorSettings) -> dict[str, An
     evaluate each variant), without its extra tables. Returns the wall time, the tasks' summed
     time and every variant's scores per seed."""
     protocol, variants = config["protocol"], list(config["protocol"]["variants"])
-    settings = QuantifierSettings.from_config(config["quantifier"])
+    settings = QLFusionSettings.from_table(
+        config["quantifier"], depth=int(protocol.get("depth", 100)), progress=False
+    )
+    model = QLFusion(settings)
     base = shared_data_dir(*str(config["data"]["shared"]).split("/"))
-    depth, measures = int(protocol.get("depth", 100)), list(protocol["measures"])
+    measures = list(protocol["measures"])
     start = time.perf_counter()
     qrels = Qrels.read(base / config["data"].get("qrels", "qrels.txt"))
     paths = sorted(base.glob(config["data"].get("runs", "runs/*")))
     selected = top_runs(qrels, [Run.read(p) for p in paths], int(protocol.get("top_runs", 6)))
-    plus = any(VARIANTS[v].inputs is Inputs.PLUS for v in variants)
-    data = prepare_cv(
+    data = model.prepare_cross_fit(
         selected,
         qrels,
         folds=int(protocol.get("folds", 10)),
-        depth=depth,
         fold_seed=int(protocol.get("fold_seed", 0)),
-        plus=plus,
+        variants=variants,
     )
-    groups = training_groups(variants)
+    groups = model.training_groups(variants)
     with open_executor(executor) as pool:
         shared = pool.share(data)
         tasks = [
@@ -159,11 +153,9 @@ def _sweep(config: dict, seeds: int, executor: ExecutorSettings) -> dict[str, An
     scores: dict[str, list[dict[str, float]]] = {}
     for seed in range(seeds):
         per_seed = [(p, i) for p, i, _ in results[seed * len(groups) : (seed + 1) * len(groups)]]
-        weights, _ = merge_cross_validated(data, variants, per_seed)
-        for name, w in weights.items():
-            fused = fuse(
-                selected, FusionMethod.WEIGHTED, norm="minmax", depth=depth, weights=w, name=name
-            )
+        cross_fit = model.merge_cross_fit(data, variants, per_seed)
+        for name in variants:
+            fused = cross_fit.fuse(selected, name)
             scores.setdefault(name, []).append(evaluate(qrels, fused, measures))
     return {
         "seconds": time.perf_counter() - start,
@@ -186,7 +178,7 @@ def main() -> None:
 
     torch.set_num_threads(1)
     vaswani = shared_data_dir("collections", "vaswani", "doc-text.trec")
-    texts = read_texts([str(vaswani)], max_documents=args.passages, progress=False)
+    texts = Collection.from_trec([str(vaswani)], progress=False).texts[: args.passages]
     config = tomllib.loads(CONFIG.read_text(encoding="utf-8"))
     if args.full:
         config["protocol"]["variants"] = list(VARIANTS)

@@ -10,7 +10,16 @@ served), each round timed on its own:
   the top answer): the round the issue's target is about (p95 < 100 ms at 45 candidates);
 * ``http``: the same through uvicorn on loopback (a server thread), one annotator posting the
   form and reading the JSON acknowledgement with the next pair;
-* ``http x20``: 20 annotators posting at once (one question each), each round's wall time.
+* ``http xN``: N annotators (``--annotators 20 50``) posting at once over HTTP, each with
+  their own link, each round's wall time (p50 / p95 / p99) and the throughput; afterwards
+  every acknowledged judgement must be in the database exactly once, and no request may fail.
+
+``--scale`` measures the rest of issue 25 instead (:func:`_scale`): the seconds from
+``probrank serve --data liveqa-med`` to its printed address in a folder without any cache; the
+peak RSS while 50 annotators open all 78 questions of 45 candidates (sessions capped at the
+default 256); a restart over 10,000 stored judgements (seconds to the first answered request,
+with the replay check); ``/export.jsonl``, ``/export.csv`` and ``/admin`` over HTTP on those
+10,000 rows.
 
 ``--data synthetic`` (default): questions of ``--candidates`` (45) random 1,536-wide features
 and a random network of the card's shape (timing does not depend on trained weights).
@@ -18,7 +27,8 @@ and a random network of the card's shape (timing does not depend on trained weig
 features and the cached MEDIQA warm start, as ``probrank serve --data liveqa-med`` builds them
 (``http x20``: 20 annotators on that question).
 
-    .venv/bin/python benchmarks/serve_latency.py [--rounds 200] [--json serve_latency.json]
+    .venv/bin/python benchmarks/serve_latency.py [--rounds 200] [--annotators 20 50]
+        [--json serve_latency.json]
 """
 
 from __future__ import annotations
@@ -47,6 +57,7 @@ from probrank.serve.store import Choice, JudgementStore
 
 WIDTH = 1536
 TARGET_MS = 100.0
+HTTP_TARGET_MS = 150.0
 
 
 def _synthetic(n: int, count: int) -> tuple[list[CandidateList], dict[str, torch.Tensor], Any]:
@@ -78,13 +89,18 @@ def _liveqa() -> tuple[list[CandidateList], dict[str, torch.Tensor], Any]:
     return [biggest], {biggest.qid: x.float().cpu()}, ranker
 
 
+def _quantile(ordered: list[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
 def _summary(name: str, seconds: list[float]) -> dict[str, Any]:
     ordered = sorted(seconds)
     return {
         "mode": name,
         "rounds": len(ordered),
         "median_ms": 1000 * statistics.median(ordered),
-        "p95_ms": 1000 * ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
+        "p95_ms": 1000 * _quantile(ordered, 0.95),
+        "p99_ms": 1000 * _quantile(ordered, 0.99),
         "max_ms": 1000 * ordered[-1],
     }
 
@@ -127,15 +143,18 @@ def _service_rounds(service: JudgingService, qid: str, rounds: int) -> list[floa
     return seconds
 
 
-def _http_rounds(base: str, token: str, annotator: str, qid: str, rounds: int) -> list[float]:
+def _http_rounds(
+    base: str, token: str, qid: str, rounds: int, acknowledged: list[str] | None = None
+) -> list[float]:
     headers = {"Accept": "application/json"}
     seconds = []
     with httpx.Client(timeout=60.0) as client:
-        url = f"{base}/judge/{qid}?token={token}&annotator={annotator}"
+        url = f"{base}/judge/{qid}?token={token}"
         state = client.get(url, headers=headers).json()["state"]
         for number in range(rounds):
+            if state["pair"] is None:
+                break
             form = {
-                "annotator": annotator,
                 "round": str(state["round"]),
                 "left": str(state["pair"][0]),
                 "right": str(state["pair"][1]),
@@ -143,11 +162,50 @@ def _http_rounds(base: str, token: str, annotator: str, qid: str, rounds: int) -
                 "choice": _choice(number).value,
             }
             start = time.perf_counter()
-            response = client.post(f"{base}/judge/{qid}?token={token}", data=form, headers=headers)
+            response = client.post(url, data=form, headers=headers)
             seconds.append(time.perf_counter() - start)
             response.raise_for_status()
+            if acknowledged is not None:
+                acknowledged.append(form["jid"])
             state = response.json()["state"]
     return seconds
+
+
+def _concurrent(
+    base: str, store: JudgementStore, qids: list[str], annotators: int, rounds: int
+) -> dict[str, Any]:
+    """``annotators`` annotators with their own links posting ``rounds`` judgements each at
+    once; every acknowledged judgement is then looked up in the database."""
+    tokens = [store.add_annotator(f"x{annotators}-{k}") for k in range(annotators)]
+    results: list[list[float]] = [[] for _ in range(annotators)]
+    acknowledged: list[list[str]] = [[] for _ in range(annotators)]
+    errors: list[str] = []
+
+    def work(k: int) -> None:
+        try:
+            qid = qids[(k + 2) % len(qids)]
+            results[k] = _http_rounds(base, tokens[k], qid, rounds, acknowledged[k])
+        except Exception as exc:  # counted and reported: the run must have none
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    workers = [threading.Thread(target=work, args=(k,)) for k in range(annotators)]
+    start = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    wall = time.perf_counter() - start
+    together = [s for r in results for s in r]
+    row = _summary(f"http x{annotators}", together)
+    row["judgements_per_s"] = len(together) / wall
+    row["errors"] = len(errors)
+    ids = [jid for k in acknowledged for jid in k]
+    stored = [j.id for j in store.judgements() if j.annotator.startswith(f"x{annotators}-")]
+    row["acknowledged"] = len(ids)
+    row["stored_once"] = sorted(stored) == sorted(ids) and len(set(stored)) == len(stored)
+    if errors:
+        print(f"http x{annotators}: {len(errors)} errors, first: {errors[0]}")
+    return row
 
 
 def _serve_in_thread(service: JudgingService) -> tuple[Any, threading.Thread, str]:
@@ -168,18 +226,146 @@ def _serve_in_thread(service: JudgingService) -> tuple[Any, threading.Thread, st
     return server, thread, f"http://{host}:{port}"
 
 
+def _rss_mb() -> float:
+    import psutil
+
+    return float(psutil.Process().memory_info().rss) / 2**20
+
+
+def _startup_seconds() -> dict[str, float]:
+    """``probrank serve --data liveqa-med`` in an empty folder (no cache): seconds to the
+    printed address and to the first answered request; then SIGTERM."""
+    import os
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory() as folder:
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        command = [sys.executable, "-m", "probrank.cli", "serve", "--data", "liveqa-med",
+                   "--port", "0", "--db", str(Path(folder) / "j.sqlite")]  # fmt: skip
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True,
+        )  # fmt: skip
+        url = ""
+        assert process.stdout is not None
+        for line in process.stdout:
+            if "probrank serve: open " in line:
+                url = line.split("open ", 1)[1].strip()
+                break
+        printed = time.perf_counter() - start
+        answered = float("nan")
+        if url:
+            page = httpx.get(url, timeout=60)
+            answered = time.perf_counter() - start
+            print(f"start-up: first page status {page.status_code} ({len(page.text)} bytes)")
+        process.terminate()
+        process.wait(timeout=60)
+    return {"address_s": printed, "first_page_s": answered}
+
+
+def _scale(json_path: str | None) -> None:
+    """The measurements of ``--scale`` (see the module docstring)."""
+    torch.set_num_threads(1)
+    results: dict[str, Any] = {"startup": _startup_seconds()}
+    print(f"start-up: address after {results['startup']['address_s']:.2f} s, first page "
+          f"after {results['startup']['first_page_s']:.2f} s")  # fmt: skip
+    lists, features, ranker = _synthetic(45, 78)
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "scale.sqlite"
+        store = JudgementStore(db)
+        project = Project(lists, ranker, source="synthetic", features=features)
+        service = JudgingService(project, store)
+        before = peak = _rss_mb()
+        start = time.perf_counter()
+        for a in range(50):
+            for item in lists:
+                service.state(f"a{a}", item.qid)
+            peak = max(peak, _rss_mb())
+        opened = time.perf_counter() - start
+        results["memory"] = {
+            "sessions_opened": 50 * len(lists), "kept": service.sessions(),
+            "cap": service.max_sessions, "rss_before_mb": before, "peak_rss_mb": peak,
+            "seconds": opened,
+        }  # fmt: skip
+        print(f"memory: 50 annotators x {len(lists)} questions opened in {opened:.0f} s, "
+              f"{service.sessions()} sessions kept (cap {service.max_sessions}); RSS "
+              f"{before:.0f} MB before, peak {peak:.0f} MB")  # fmt: skip
+        store._db.execute("PRAGMA synchronous=OFF")  # making the 10,000 rows only
+        start = time.perf_counter()
+        made = 0
+        for a in range(50):
+            for item in lists[:40]:
+                state = service.state(f"a{a}", item.qid)
+                for number in range(5):
+                    assert state.pair is not None
+                    submission = Submission(
+                        uuid.uuid4().hex, f"a{a}", item.qid, state.round, *state.pair,
+                        _choice(number),
+                    )  # fmt: skip
+                    state = service.submit(submission).state
+                    made += 1
+        expected = service.state("a49", lists[39].qid)
+        print(f"restart: {made} judgements stored in {time.perf_counter() - start:.0f} s")
+        store.close()
+        start = time.perf_counter()
+        store = JudgementStore(db)
+        service = JudgingService(project, store)
+        first = service.state("a49", lists[39].qid)  # rebuilt from the database, checked
+        restart = time.perf_counter() - start
+        results["restart"] = {"judgements": store.count(), "first_answer_s": restart,
+                              "same_state": first == expected}  # fmt: skip
+        print(f"restart over {store.count()} judgements: first state after {restart:.3f} s "
+              f"(same as before the restart: {first == expected})")  # fmt: skip
+        server, thread, base = _serve_in_thread(service)
+        try:
+            admin = store.issue_admin_token()
+            timings = {}
+            for path in ("/export.jsonl", "/export.csv", "/admin"):
+                best = float("inf")
+                for _ in range(3):
+                    start = time.perf_counter()
+                    response = httpx.get(f"{base}{path}?token={admin}", timeout=120)
+                    response.raise_for_status()
+                    best = min(best, time.perf_counter() - start)
+                timings[path] = best
+                print(f"{path}: {best:.3f} s ({len(response.content)} bytes), best of 3")
+            results["reads_s"] = timings
+        finally:
+            server.should_exit = True
+            thread.join(timeout=30)
+            store.close()
+    text = json.dumps(results, indent=2)
+    print(text)
+    if json_path:
+        write_text_atomically(json_path, text + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", choices=["synthetic", "liveqa-med"], default="synthetic")
     parser.add_argument("--candidates", type=int, default=45, help="synthetic questions' size")
     parser.add_argument("--rounds", type=int, default=200, help="rounds per measurement")
-    parser.add_argument("--annotators", type=int, default=20, help="concurrent annotators")
+    parser.add_argument(
+        "--annotators", type=int, nargs="+", default=[20, 50], help="concurrent annotators"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (serve: 1)")
     parser.add_argument("--json", default=None, help="also write the JSON here")
+    parser.add_argument("--scale", action="store_true", help="start-up, restart, RSS, exports")
+    parser.add_argument("--startup", action="store_true", help="only the start-up of --scale")
     args = parser.parse_args()
+    if args.startup:
+        seconds = _startup_seconds()
+        print(f"start-up: address after {seconds['address_s']:.2f} s, first page after "
+              f"{seconds['first_page_s']:.2f} s")  # fmt: skip
+        return
+    if args.scale:
+        _scale(args.json)
+        return
     torch.set_num_threads(args.threads)
     if args.data == "synthetic":
-        lists, features, ranker = _synthetic(args.candidates, args.annotators + 2)
+        lists, features, ranker = _synthetic(args.candidates, max(args.annotators) + 2)
     else:
         lists, features, ranker = _liveqa()
     with tempfile.TemporaryDirectory() as folder:
@@ -194,26 +380,12 @@ def main() -> None:
         rows.append(_summary("service", _service_rounds(service, qids[0], rounds)))
         server, thread, base = _serve_in_thread(service)
         try:
-            token = store.token
+            token = store.add_annotator("one")
             second = qids[1] if len(qids) > 1 else qids[0]
-            rows.append(_summary("http", _http_rounds(base, token, "one", second, rounds)))
+            rows.append(_summary("http", _http_rounds(base, token, second, rounds)))
             per_annotator = max(1, rounds // 4)
-            results: list[list[float]] = [[] for _ in range(args.annotators)]
-
-            def work(k: int) -> None:
-                qid = qids[(k + 2) % len(qids)]
-                results[k] = _http_rounds(base, token, f"a{k}", qid, per_annotator)
-
-            workers = [threading.Thread(target=work, args=(k,)) for k in range(args.annotators)]
-            start = time.perf_counter()
-            for worker in workers:
-                worker.start()
-            for worker in workers:
-                worker.join()
-            wall = time.perf_counter() - start
-            together = [s for r in results for s in r]
-            rows.append(_summary(f"http x{args.annotators}", together))
-            rows[-1]["judgements_per_s"] = len(together) / wall
+            for count in args.annotators:
+                rows.append(_concurrent(base, store, qids, count, per_annotator))
         finally:
             server.should_exit = True
             thread.join(timeout=30)
@@ -223,19 +395,35 @@ def main() -> None:
         row["ratio"] = row["median_ms"] / base_ms
     title = f"judgement round, laplace + ei, {n} candidates ({args.data}), {args.threads} thread"
     print(title)
-    print(f"{'mode':<10} {'rounds':>6} {'median ms':>10} {'p95 ms':>8} {'max ms':>8} {'ratio':>6}")
+    print(
+        f"{'mode':<10} {'rounds':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} "
+        f"{'ratio':>6} {'judg/s':>7} {'errors':>6} {'stored once':>11}"
+    )
     for row in rows:
+        extra = (
+            f" {row['judgements_per_s']:>7.1f} {row['errors']:>6} {row['stored_once']!s:>11}"
+            if "errors" in row
+            else ""
+        )
         print(
-            f"{row['mode']:<10} {row['rounds']:>6} {row['median_ms']:>10.1f} "
-            f"{row['p95_ms']:>8.1f} {row['max_ms']:>8.1f} {row['ratio']:>6.2f}"
+            f"{row['mode']:<10} {row['rounds']:>6} {row['median_ms']:>8.1f} "
+            f"{row['p95_ms']:>8.1f} {row['p99_ms']:>8.1f} {row['max_ms']:>8.1f} "
+            f"{row['ratio']:>6.2f}{extra}"
         )
     service_p95 = next(r["p95_ms"] for r in rows if r["mode"] == "service")
     met = service_p95 < TARGET_MS
     print(
         f"p95 of a judgement round (service): {service_p95:.1f} ms, target < {TARGET_MS:.0f} ms: "
-        f"{'met' if met else 'NOT met'}; {rows[-1]['judgements_per_s']:.0f} judgements/s with "
-        f"{args.annotators} annotators over HTTP"
+        f"{'met' if met else 'NOT met'}"
     )
+    for row in rows:
+        if "errors" in row:
+            print(
+                f"{row['mode']}: p95 {row['p95_ms']:.0f} ms (goal < {HTTP_TARGET_MS:.0f} ms at 20: "
+                f"{'met' if row['p95_ms'] < HTTP_TARGET_MS else 'NOT met'}), "
+                f"{row['judgements_per_s']:.1f} judgements/s, {row['errors']} errors, "
+                f"{row['acknowledged']} acknowledged, stored once: {row['stored_once']}"
+            )
     payload = {
         "data": args.data,
         "candidates": n,
@@ -244,6 +432,7 @@ def main() -> None:
         "threads": args.threads,
         "rows": rows,
         "target_ms": TARGET_MS,
+        "http_target_ms": HTTP_TARGET_MS,
         "target_met": met,
     }
     text = json.dumps(payload, indent=2)

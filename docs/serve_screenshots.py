@@ -1,8 +1,9 @@
 """Make the README's screenshots of ``probrank serve --data liveqa-med``.
 
-Starts the server on a temporary database, lets a simulated annotator judge a few pairs of one
-question through the JSON interface (the higher LiveQA-Med grade is better; equal grades below
-3 are "both bad"), and saves what headless Chromium (Debian's ``chromium`` and
+Starts the server on a temporary database, gives the annotator "demo" a link (``probrank
+annotators add``'s library call), waits until the model is ready, lets that annotator judge a
+few pairs of one question through the JSON interface (the higher LiveQA-Med grade is better;
+equal grades below 3 are "both bad"), and saves what headless Chromium (Debian's ``chromium`` and
 ``chromium-driver``, driven by Selenium) shows of the judging page and of the ranking page:
 
     .venv/bin/python docs/serve_screenshots.py [--question TQ12] [--rounds 12]
@@ -17,12 +18,15 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
 from probrank._files import write_bytes_atomically
+from probrank.serve.annotators import AnnotatorRegistry
 from probrank.serve.sources import load_questions
 
 IMAGES = Path(__file__).resolve().parent / "images"
@@ -54,7 +58,9 @@ def _start(db: Path) -> tuple[subprocess.Popen[str], str]:
 def _judge(base: str, token: str, qid: str, grades: tuple[int, ...], rounds: int) -> None:
     headers = {"Accept": "application/json"}
     with httpx.Client(timeout=60.0) as client:
-        url = f"{base}/judge/{qid}?token={token}&annotator=demo"
+        url = f"{base}/judge/{qid}?token={token}"
+        while client.get(f"{base}/health").text != "ok":  # the model is being prepared
+            time.sleep(1.0)
         state = client.get(url, headers=headers).json()["state"]
         for _ in range(rounds):
             left, right = state["pair"]
@@ -62,9 +68,9 @@ def _judge(base: str, token: str, qid: str, grades: tuple[int, ...], rounds: int
                 choice = "tie"
             else:
                 choice = "left" if grades[left] >= grades[right] else "right"
-            form = {"annotator": "demo", "round": str(state["round"]), "left": str(left),
-                    "right": str(right), "jid": uuid.uuid4().hex, "choice": choice}  # fmt: skip
-            answer = client.post(f"{base}/judge/{qid}?token={token}", data=form, headers=headers)
+            form = {"round": str(state["round"]), "left": str(left), "right": str(right),
+                    "jid": uuid.uuid4().hex, "choice": choice}  # fmt: skip
+            answer = client.post(url, data=form, headers=headers)
             answer.raise_for_status()
             state = answer.json()["state"]
 
@@ -80,10 +86,14 @@ def main() -> None:
     questions, _ = load_questions("liveqa-med")
     item = next(q for q in questions if q.qid == args.question)
     with tempfile.TemporaryDirectory() as folder:
-        process, url = _start(Path(folder) / "screens.sqlite")
+        db = Path(folder) / "screens.sqlite"
+        process, url = _start(db)
         try:
-            base, _, query = url.partition("/?")
-            token = query.removeprefix("token=")
+            parts = urlsplit(url)
+            base = f"{parts.scheme}://{parts.netloc}"
+            assert parse_qs(parts.query)["token"]  # the admin link; the annotator has their own
+            with AnnotatorRegistry(db) as registry:
+                token = registry.add("demo")[1]
             _judge(base, token, item.qid, item.grades, args.rounds)
             options = webdriver.ChromeOptions()
             options.binary_location = "/usr/bin/chromium"
@@ -94,8 +104,8 @@ def main() -> None:
             )
             try:
                 pages = {
-                    "serve-judge.png": f"/judge/{item.qid}?token={token}&annotator=demo",
-                    "serve-ranking.png": f"/ranking/{item.qid}?token={token}&annotator=demo",
+                    "serve-judge.png": f"/judge/{item.qid}?token={token}",
+                    "serve-ranking.png": f"/ranking/{item.qid}?token={token}",
                 }
                 for name, path in pages.items():
                     driver.get(base + path)

@@ -56,6 +56,7 @@ except ImportError:  # pragma: no cover - Windows: no advisory locks
 
 __all__ = [
     "atomic_open",
+    "check_output_folder",
     "check_output_path",
     "fsync_directory",
     "new_figure",
@@ -234,6 +235,41 @@ def check_output_path(path: str | os.PathLike[str]) -> None:
         InputDataError: what :func:`atomic_open` would raise for ``path`` before writing.
     """
     _resolve(path)
+
+
+def check_output_folder(path: str | os.PathLike[str], *, what: str = "output folder") -> Path:
+    """Check, before any work, that ``path`` names a folder to write into; create nothing.
+
+    For everything that writes a folder of files (a saved model, a run folder, a cache): an
+    empty name is refused (``Path("")`` is the working folder, which a caller never means by
+    leaving a name empty), as are an existing file in the folder's place and a parent that is
+    a file. A folder that does not exist yet is fine (its owner creates it when it writes).
+
+    Args:
+        path: The folder.
+        what: How the message names it (``"model folder"``, ``"cache folder"``, ...).
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        InputDataError: an empty name, a file in place of the folder or of a parent.
+    """
+    text = os.fspath(path)
+    if not str(text).strip():
+        raise InputDataError(
+            f'the {what} name is empty: give a folder ("" would write into the working '
+            'folder; use "." for that)'
+        )
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise InputDataError(f"the path is a file, not a {what}", path=folder)
+    for parent in folder.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputDataError(f"a parent of the {what} is a file: {parent}", path=folder)
+            break
+    return folder
 
 
 @contextmanager

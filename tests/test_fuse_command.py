@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from probrank.experiments.fuse import fuse_command, fuse_methods
 from probrank.cli import main
 from probrank.data.trec import Qrels, Run
 from probrank.exceptions import InputDataError
+from probrank.experiments.fuse import fuse_command, fuse_methods
 from probrank.fusion.fuse import NEEDS_WEIGHTS, FusionMethod
-from probrank.models.qlfusion.variants import VARIANTS, LearnedFusion, QuantifierSettings
+from probrank.models.qlfusion import VARIANTS, LearnedFusion, QLFusionSettings
 
 SIX = ["pircRBa1", "aplrob03a", "uwmtCR0", "VTcdhgp1", "THUIRr0301", "fub03IeOLKe3"]
 
@@ -52,7 +52,7 @@ def _generated(tmp_path: Path) -> tuple[Path, list[Path]]:
 def test_fuse_command_qlfusion_cross_validated(tmp_path: Path, method: str) -> None:
     qrels, paths = _generated(tmp_path)
     out = tmp_path / "fused.txt"
-    settings = QuantifierSettings(batch_sizes=(4,), max_epochs=3, patience=2, posterior_samples=5)
+    settings = QLFusionSettings(batch_sizes=(4,), max_epochs=3, patience=2, posterior_samples=5)
     values = fuse_command(qrels, paths, method=method, norm="minmax", depth=100,
                           top_runs=None, folds=3, seed=0, output=out, progress=False,
                           settings=settings)  # fmt: skip

@@ -17,6 +17,7 @@ Most command lines run in this process through :func:`probrank.cli.main`; the ca
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -244,13 +245,13 @@ def test_loader(case: LoaderCase, tmp_path: Path) -> None:
 
 COMMANDS_AND_LOADERS = {
     # command lines, per command
-    "eval": 50,
+    "eval": 86,
     "fuse": 25,
-    "experiment": 35,
-    "encode": 14,
-    "interactive": 50,
-    "demo": 8,
-    "global": 6,
+    "experiment": 55,
+    "encode": 38,
+    "interactive": 62,
+    "demo": 11,
+    "global": 10,
     # loaders called directly
     "mediqa": 8,
     "liveqa_med": 6,
@@ -260,17 +261,21 @@ COMMANDS_AND_LOADERS = {
     "trec_topics": 6,
     "trec_run": 2,
     "trec_qrels": 2,
-    "candidates_jsonl": 12,
-    "candidates_frame": 6,
+    "candidates_jsonl": 24,
+    "candidates_frame": 12,
     "session_log": 3,
     "mediqa_keys": 3,
     "experiment_config": 2,
+    # issue 27: saved models (their manifests and save), DataFrame readers of runs and qrels
+    "saved_model": 25,
+    "model_save": 5,
+    "run_frame": 5,
 }
 
 
 def test_the_corpus_is_large_distinct_and_covers_every_command_and_loader() -> None:
     ids = [case.id for case in [*CLI_CASES, *LOADER_CASES]]
-    assert len(ids) >= 150
+    assert len(ids) >= 420  # 337 before issue 27
     assert len(set(ids)) == len(ids), [i for i, n in Counter(ids).items() if n > 1]
     inputs = [(c.argv, tuple(sorted((k, repr(v)) for k, v in c.files.items()))) for c in CLI_CASES]
     assert len(set(inputs)) == len(inputs), "two command-line cases are the same"
@@ -292,6 +297,7 @@ def test_the_corpus_is_large_distinct_and_covers_every_command_and_loader() -> N
         "interactive",
         "demo",
         "global",
+        "encode",
     }
 
 
@@ -328,8 +334,8 @@ def test_byte_order_mark_and_crlf_are_accepted(
 def test_finite_scores_near_the_limit_fuse_when_their_range_fits(tmp_path: Path) -> None:
     """The overflow cases fail because of the range, not the magnitude: 1e308 beside small
     scores fuses by min-max, sum and rank (z-scores square the deviations: an error, a case)."""
-    from probrank.experiments.fuse import fuse_command
     from probrank.data.trec import Run
+    from probrank.experiments.fuse import fuse_command
 
     _materialise(
         {
@@ -400,3 +406,93 @@ def test_good_configs_load(tmp_path: Path) -> None:
     ):
         (tmp_path / name).write_text(_fill(text, tmp_path))
         assert load_config(tmp_path / name)["experiment"]["protocol"]
+
+
+# --- issue 27: the positive controls of the new surfaces --------------------------------------
+
+
+def test_saved_models_the_manifest_cases_edit_do_load(tmp_path: Path) -> None:
+    """Every manifest case breaks one field of a manifest that loads (or, for the classes
+    whose load needs an encoder, that the schema accepts)."""
+    from probrank.models._manifest import check_manifest
+    from tests.malformed import saved as surfaces
+
+    for name, save in (("q", surfaces.QL), ("i", surfaces.IR)):
+        cls = save(tmp_path / name)
+        assert type(cls.load(tmp_path / name)).__name__ == cls.__name__
+    for name, save in (("g", surfaces.GPF), ("m", surfaces.MT)):
+        save(tmp_path / name)
+        file = tmp_path / name / "manifest.json"
+        manifest = json.loads(file.read_text())
+        assert check_manifest(manifest, file) == manifest
+
+
+def test_the_readers_cases_break_frames_and_lines_that_load(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from probrank.data.candidates import CandidateList
+    from probrank.data.trec import Qrels, Run
+    from tests.malformed import saved as surfaces
+
+    run = Run.from_dataframe(pd.DataFrame([["q1", "d1", 1e300]], columns=surfaces.RUN_COLUMNS))
+    assert run["q1"]["d1"] == 1e300  # a large finite score is fine; 10**400 is not a double
+    qrels = Qrels.from_dataframe(
+        pd.DataFrame([["q1", "d1", 2**62]], columns=["qid", "d", "l"]), docno="d", label="l"
+    )
+    assert qrels["q1"]["d1"] == 2**62
+    frame = pd.DataFrame([surfaces.ROW, ["q1", "flu?", 7, "No."]], columns=surfaces.LIST_COLUMNS)
+    assert CandidateList.from_dataframe(frame)[0].candidate_ids == ("a", "7")
+    (tmp_path / "l.jsonl").write_text(surfaces._line(qid=5, grade="3"))
+    (lists,) = CandidateList.from_jsonl(tmp_path / "l.jsonl")
+    assert (lists.qid, lists.grades) == ("5", (3, 0))
+
+
+def test_max_length_is_checked_against_the_positions_transformers_reads(tmp_path: Path) -> None:
+    from transformers import AutoConfig
+
+    from probrank.encoders.model_folder import check_model_folder, max_positions
+    from probrank.encoders.transformer import default_model_path
+
+    folder = default_model_path()
+    positions = AutoConfig.from_pretrained(str(folder)).max_position_embeddings
+    assert max_positions(folder) == positions == 512
+    check_model_folder(folder, max_length=positions)
+    with pytest.raises(InputDataError, match="513 is more than the 512 positions"):
+        check_model_folder(folder, max_length=positions + 1)
+    roberta = tmp_path / "roberta"
+    roberta.mkdir()
+    (roberta / "config.json").write_text(
+        json.dumps({"model_type": "roberta", "max_position_embeddings": 514, "pad_token_id": 1})
+    )
+    assert max_positions(roberta) == 512  # position ids start after the padding index
+
+
+def test_json_output_is_strict_json() -> None:
+    """What every command prints as JSON parses with a parser that refuses NaN and Infinity."""
+    import numpy as np
+
+    from probrank.cli._parsing import strict_json
+
+    def refuse(token: str) -> None:
+        raise ValueError(token)
+
+    data = {"min_ess": float("nan"), "rate": np.float32("inf"), "n": np.int64(3), "ok": [0.5]}
+    assert json.loads(strict_json(data), parse_constant=refuse) == {
+        "min_ess": None,
+        "rate": None,
+        "n": 3,
+        "ok": [0.5],
+    }
+
+
+def test_a_config_cache_dir_of_empty_means_no_cache_and_the_command_agrees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from probrank.encoders.config import encoder_cache_dir
+
+    assert encoder_cache_dir({"cache_dir": ""}, None) is None
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.trec").write_text("<DOC>\n<DOCNO> d1 </DOCNO>\nhello\n</DOC>\n")
+    assert main(["encode", str(tmp_path / "d.trec"), "--cache-dir", ""]) == 2
+    assert "means no cache" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.trec"]

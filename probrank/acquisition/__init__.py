@@ -3,8 +3,18 @@
 Every strategy reads one joint Gaussian posterior over a question's candidates (a gpytorch
 ``MultivariateNormal`` or a BoTorch ``GPyTorchPosterior``) and scores all pairs from its mean
 vector and covariance matrix in closed form.
+
+For loops written with BoTorch's own acquisition functions, :func:`optimize_acqf_pairs` and
+:func:`optimize_acqf_challenger` (:mod:`probrank.acquisition.discrete`) run
+``optimize_acqf_discrete`` over the candidates without ever re-asking a pair.
 """
 
+from probrank.acquisition.discrete import (
+    PairChoices,
+    open_pairs,
+    optimize_acqf_challenger,
+    optimize_acqf_pairs,
+)
 from probrank.acquisition.ei import ExpectedImprovementPair, expected_improvement
 from probrank.acquisition.eubo import (
     ExpectedUtilityOfBestOption,
@@ -36,6 +46,7 @@ __all__ = [
     "ExpectedUtilityOfBestOption",
     "JointGaussian",
     "OpenPairStrategy",
+    "PairChoices",
     "PairStrategy",
     "RandomPair",
     "Strategy",
@@ -48,6 +59,9 @@ __all__ = [
     "joint_draws",
     "joint_gaussian",
     "log_expected_positive_part",
+    "open_pairs",
+    "optimize_acqf_challenger",
+    "optimize_acqf_pairs",
     "resolve_strategy",
     "select_pair",
     "uncertainty",

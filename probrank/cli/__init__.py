@@ -55,6 +55,7 @@ COMMANDS: dict[str, str] = {
     "fuse": "fuse runs (learned methods by cross-validation)",
     "interactive": "simulated (or --human) interactive answer selection",
     "serve": "web pages for pairwise relevance judging by many annotators",
+    "annotators": "add, revoke or list the annotators of a judging database (their links)",
 }
 """The subcommands, by name, in ``--help`` order, with their one-line help; the module
 ``probrank.cli.<name>`` holds the rest."""

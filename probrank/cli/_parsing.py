@@ -9,8 +9,10 @@ Nothing here imports numpy, torch or pandas: the CLI sizes the thread pools
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import math
+import numbers
 import os
 import signal
 import sys
@@ -18,17 +20,20 @@ from collections.abc import Callable, Container, Iterator, Sequence
 from contextlib import contextmanager
 from enum import Enum
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from probrank.exceptions import InputDataError, ProbrankError
 
 __all__ = [
+    "MAX_DIGITS",
     "MAX_SEED",
+    "MAX_THREADS",
     "OneLineParser",
     "Terminated",
     "UsageError",
     "add_global_options",
     "at_least",
+    "bounded",
     "describe_error",
     "enum_values",
     "logging_scope",
@@ -37,11 +42,15 @@ __all__ = [
     "seed",
     "sigterm_raises",
     "silence_stdout",
+    "strict_json",
     "threads_before_parsing",
 ]
 
 MAX_SEED = 2**32 - 1
 """Largest seed every generator accepts (numpy's legacy ``RandomState`` stops here)."""
+
+MAX_THREADS = 4096
+"""Largest ``--threads`` (and threads per worker): more threads than any machine has."""
 
 
 class UsageError(InputDataError):
@@ -68,36 +77,63 @@ class OneLineParser(argparse.ArgumentParser):
         raise UsageError(f"{where}{' '.join(message.split())} ({hint})")
 
 
-def _integer(text: str, what: str) -> int:
+MAX_DIGITS = 30
+"""Longest integer an option reads (digits): a longer one is refused with a sentence before
+Python converts it (``int`` refuses 4300 digits with an internal error) or any work sees it."""
+
+
+def _integer(text: str, what: str, limit: str = "") -> int:
     stripped = text.strip()
     digits = stripped.removeprefix("-").removeprefix("+")
     if not (digits.isascii() and digits.isdigit()):
-        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {what}, got {_shown(text)}{limit}")
+    if len(digits.lstrip("0")) > MAX_DIGITS:
+        raise argparse.ArgumentTypeError(
+            f"must be {what}, got an integer of {len(digits)} digits{limit}"
+        )
     return int(stripped)
 
 
-def at_least(minimum: int, what: str) -> Callable[[str], int]:
-    """An argparse ``type``: an integer ``>= minimum``; ``what`` describes it in the error."""
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else repr(text[:30]) + f"... ({len(text)} characters)"
+
+
+def at_least(minimum: int, what: str, *, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: an integer ``>= minimum`` (and ``<= maximum`` when given);
+    ``what`` describes it in the error (the bound follows: ``(at most N)``).
+
+    Every integer option has an upper bound: a value no run could use (``--seeds 10**12``) is
+    refused before any work, with a sentence, as is an integer of more than
+    :data:`MAX_DIGITS` digits.
+    """
+    limit = "" if maximum is None else f" (at most {maximum})"
 
     def parse(text: str) -> int:
-        value = _integer(text, what)
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        value = _integer(text, what, limit)
+        if value < minimum or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {_shown(text)}{limit}")
         return value
 
     parse.__name__ = what.replace(" ", "_")
     return parse
 
 
+def bounded(maximum: int) -> Callable[[str], int]:
+    """argparse ``type``: a positive integer ``<= maximum`` (see :func:`at_least`)."""
+    return at_least(1, "a positive integer", maximum=maximum)
+
+
 positive_int = at_least(1, "a positive integer")
-"""argparse ``type``: an integer ``>= 1`` (ASCII digits)."""
+"""argparse ``type``: an integer ``>= 1`` (ASCII digits, at most :data:`MAX_DIGITS`)."""
 
 
 def seed(text: str) -> int:
     """argparse ``type``: a seed, an integer in ``0 .. 2**32 - 1``."""
     value = _integer(text, f"an integer from 0 to {MAX_SEED}")
     if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"must be an integer from 0 to {MAX_SEED}, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"must be an integer from 0 to {MAX_SEED}, got {_shown(text)}"
+        )
     return value
 
 
@@ -108,8 +144,37 @@ def positive_float(text: str) -> float:
     except ValueError:
         value = math.nan
     if not text.strip().isascii() or not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {_shown(text)}")
     return value
+
+
+def _strict(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(key): _strict(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict(item) for item in value]
+    if isinstance(value, bool | str) or value is None:
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):  # float, numpy floats
+        number = float(value)
+        return number if math.isfinite(number) else None
+    return value
+
+
+def strict_json(value: Any, *, indent: int | None = 2) -> str:
+    """``value`` as strict JSON text: every command prints its JSON through this.
+
+    NaN and the infinities (an undefined statistic: an ESS of one draw, a rate of nothing per
+    second) become ``null``, numpy numbers plain numbers; ``allow_nan=False`` then makes sure
+    no ``NaN`` or ``Infinity`` token, which JSON does not have, is ever printed.
+
+    Args:
+        value: Dicts, lists, tuples, strings, numbers, booleans and None.
+        indent: As in :func:`json.dumps`.
+    """
+    return json.dumps(_strict(value), indent=indent, allow_nan=False)
 
 
 def enum_values(kind: type[Enum]) -> list[str]:
@@ -129,7 +194,7 @@ def add_global_options(parser: argparse.ArgumentParser, *, top_level: bool) -> N
     suppress = {} if top_level else {"default": argparse.SUPPRESS}
     parser.add_argument(
         "--threads",
-        type=positive_int,
+        type=bounded(MAX_THREADS),
         metavar="N",
         help="threads of every pool (torch, BLAS, OpenMP); default $PROBRANK_THREADS, "
         "$OMP_NUM_THREADS or the usable CPUs",
@@ -186,7 +251,8 @@ def threads_before_parsing(
             command = item
         if value is not None:
             text = value.strip()
-            threads = int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
+            number = text.isascii() and text.isdigit() and len(text) <= MAX_DIGITS
+            threads = int(text) if number and 0 < int(text) <= MAX_THREADS else None
         index += 1
     return threads, command
 

@@ -1,4 +1,5 @@
-"""``probrank demo``: the models on generated data, and a report (:func:`probrank.demo.run_demo`)."""
+"""``probrank demo``: the models on generated data, and a report
+(:func:`probrank.demo.run_demo`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import argparse
 from pathlib import Path
 
 from probrank.cli._parsing import enum_values, seed
+
+__all__ = ["TORCH", "add_arguments", "run"]
 
 TORCH = True
 

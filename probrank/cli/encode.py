@@ -4,12 +4,22 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from probrank.cli._parsing import positive_int
+from probrank.cli._parsing import MAX_THREADS, bounded, strict_json
+
+__all__ = ["TORCH", "add_arguments", "add_executor_arguments", "run"]
 
 TORCH = True
+
+MAX_DOCUMENTS = 10**12
+"""Largest ``--max-documents``."""
+MAX_LENGTH = 10**6
+"""Largest ``--max-length`` the parser takes; the model's positions are checked next."""
+MAX_BATCH = 2**20
+"""Largest ``--batch-size``."""
+MAX_WORKERS = 100_000
+"""Largest ``--workers`` (Ray actors)."""
 
 
 def add_executor_arguments(parser: argparse.ArgumentParser, *, default: str | None = None) -> None:
@@ -60,32 +70,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--docno-field", default="docno", help="JSONL docno field")
     parser.add_argument("--text-field", default="text", help="JSONL text field")
     parser.add_argument(
-        "--max-documents", type=positive_int, default=None, help="the first N documents only"
+        "--max-documents",
+        type=bounded(MAX_DOCUMENTS),
+        default=None,
+        help="the first N documents only",
     )
     parser.add_argument(
         "--model", default=None, help="local model folder (default: the packaged MiniLM)"
     )
     parser.add_argument("--pooling", choices=[p.value for p in Pooling], default=Pooling.MEAN.value)
-    parser.add_argument("--max-length", type=positive_int, default=256, help="tokens per text")
     parser.add_argument(
-        "--batch-size", type=positive_int, default=32, help="texts per forward pass (32)"
+        "--max-length",
+        type=bounded(MAX_LENGTH),
+        default=256,
+        help="tokens per text (at most the model's positions, read from its config.json)",
+    )
+    parser.add_argument(
+        "--batch-size", type=bounded(MAX_BATCH), default=32, help="texts per forward pass (32)"
     )
     parser.add_argument(
         "--cache-dir",
         default=".probrank-cache",
-        help="cache folder; a relative one is under the project root, as in the configs",
+        help="cache folder; a relative one is under the project root, as in the configs "
+        "(not empty: this command fills a cache)",
     )
     add_executor_arguments(parser, default="local")
     parser.add_argument(
         "--workers",
-        type=positive_int,
+        type=bounded(MAX_WORKERS),
         default=None,
         help="Ray: actors, one model each (default: one per GPU, else per CPU of the cluster)",
     )
     parser.add_argument(
         "--threads-per-worker",
-        type=positive_int,
-        default=1,
+        type=bounded(MAX_THREADS),
+        default=None,
         help="Ray: torch threads and CPUs per actor (default 1)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -114,6 +133,6 @@ def run(args: argparse.Namespace) -> None:
         progress=progress_enabled() and not args.json,
     )
     if args.json:
-        print(json.dumps({k: v for k, v in report.items() if k != "summary"}, indent=2))
+        print(strict_json({k: v for k, v in report.items() if k != "summary"}))
     else:
         print(report["summary"])

@@ -7,14 +7,31 @@ Imports neither torch, pyro, transformers nor pandas (``--compare`` imports pand
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-from probrank.cli._parsing import at_least, enum_values, positive_float, positive_int, seed
+from probrank.cli._parsing import (
+    at_least,
+    bounded,
+    enum_values,
+    positive_float,
+    seed,
+    strict_json,
+)
 from probrank.exceptions import InputDataError
 
+__all__ = ["BAYESIAN_MEASURES", "TORCH", "add_arguments", "run"]
+
 TORCH = False
+
+MAX_LEVEL = 2**63 - 1
+"""Largest ``-l``: a grade is an int64."""
+MAX_DEPTH = 10**9
+"""Largest ``-M``: documents per topic."""
+MAX_CHAINS = 64
+"""Largest ``--chains``."""
+MAX_DRAWS = 1_000_000
+"""Largest ``--draws`` and ``--warmup`` (per chain)."""
 
 BAYESIAN_MEASURES = ("AP", "nDCG@10", "P@10")
 """What ``--bayesian`` models when no ``-m`` is given (each measure costs sampler time)."""
@@ -68,7 +85,7 @@ def run(args: argparse.Namespace) -> None:
         lines.extend(_line(name, "all", totals[name], name in counts) for name in evaluator.names)
         print("\n".join(lines))
     if args.json:
-        print(json.dumps(output, indent=2))
+        print(strict_json(output))
 
 
 def _check_bayesian_options(args: argparse.Namespace) -> None:
@@ -155,7 +172,7 @@ def _eval_bayesian(
 
         plot_posterior_differences(result, args.plot)
     if args.json:
-        print(json.dumps(comparison_report(table, result), indent=2, allow_nan=False))
+        print(strict_json(comparison_report(table, result)))
         return
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     print()
@@ -213,7 +230,7 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument(
         "-l",
         "--level",
-        type=at_least(0, "an integer >= 0"),
+        type=at_least(0, "an integer >= 0", maximum=MAX_LEVEL),
         default=None,
         help="lowest grade that counts as relevant (trec_eval -l; default 1)",
     )
@@ -223,7 +240,7 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument(
         "-M",
         "--depth",
-        type=positive_int,
+        type=bounded(MAX_DEPTH),
         default=None,
         help="evaluate each topic's top DEPTH documents only (trec_eval -M)",
     )
@@ -250,9 +267,11 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
     bayes.add_argument(
         "--plot", default=None, metavar="FILE", help="PNG of the posterior differences"
     )
-    bayes.add_argument("--chains", type=positive_int, default=None, help="NUTS chains (4)")
-    bayes.add_argument("--draws", type=positive_int, default=None, help="draws per chain (500)")
+    bayes.add_argument("--chains", type=bounded(MAX_CHAINS), default=None, help="NUTS chains (4)")
     bayes.add_argument(
-        "--warmup", type=positive_int, default=None, help="warm-up steps per chain (300)"
+        "--draws", type=bounded(MAX_DRAWS), default=None, help="draws per chain (500)"
+    )
+    bayes.add_argument(
+        "--warmup", type=bounded(MAX_DRAWS), default=None, help="warm-up steps per chain (300)"
     )
     bayes.add_argument("--seed", type=seed, default=None, help="chain c gets seed + c (0)")

@@ -1,14 +1,21 @@
-"""``probrank experiment``: run an experiment config (:func:`probrank.experiments.run_experiment`)."""
+"""``probrank experiment``: run an experiment config
+(:func:`probrank.experiments.run_experiment`)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from probrank.cli._parsing import positive_int
+from probrank.cli._parsing import bounded
 from probrank.cli.encode import add_executor_arguments
 
+__all__ = ["MAX_SEEDS", "TORCH", "add_arguments", "run"]
+
 TORCH = True
+
+MAX_SEEDS = 1000
+"""Largest ``--seeds``: each seed is a whole protocol run (a cascade config builds one entry
+per seed before the first runs)."""
 
 
 def add_arguments(exp: argparse.ArgumentParser) -> None:
@@ -20,7 +27,12 @@ def add_arguments(exp: argparse.ArgumentParser) -> None:
         "JSON (with provenance) and figures go to a run folder."
     )
     exp.add_argument("config", help="TOML config")
-    exp.add_argument("--seeds", type=positive_int, default=3, help="seeds 0 .. N-1 (default 3)")
+    exp.add_argument(
+        "--seeds",
+        type=bounded(MAX_SEEDS),
+        default=3,
+        help=f"seeds 0 .. N-1 (default 3, at most {MAX_SEEDS})",
+    )
     exp.add_argument("--smoke", action="store_true", help="tiny sizes, to check the pipeline")
     exp.add_argument("--json", action="store_true", help="print JSON {method: {measure: value}}")
     exp.add_argument(
@@ -42,6 +54,14 @@ def run(args: argparse.Namespace) -> None:
     from probrank.experiments import run_experiment
     from probrank.experiments.provenance import default_run_dir
 
+    if args.out is not None:  # a file there is refused now, not after the work
+        from probrank._files import check_output_folder
+
+        check_output_folder(args.out, what="run folder (--out)")
+    if args.executor == "ray" and args.ray_address is not None:
+        from probrank.executors.ray_address import probe_address
+
+        probe_address(args.ray_address)  # nothing listening: one line, not a hang
     out = Path(args.out) if args.out is not None else default_run_dir(args.config)
     result = run_experiment(
         args.config,

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from probrank.cli._parsing import at_least, enum_values, positive_int, seed
+from probrank.cli._parsing import at_least, enum_values, positive_int, seed, strict_json
+
+__all__ = ["TORCH", "add_arguments", "run"]
 
 TORCH = True
 
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> None:
         budget=args.budget,
     )
     if args.json:
-        print(json.dumps({"fused": values}, indent=2))
+        print(strict_json({"fused": values}))
     else:
         for name, value in values.items():
             print(f"{name:<22}\tall\t{value:.4f}")

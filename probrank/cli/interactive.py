@@ -4,15 +4,22 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from probrank.cli._parsing import enum_values, positive_float, positive_int, seed
+from probrank.cli._parsing import bounded, enum_values, positive_float, seed, strict_json
 from probrank.exceptions import InputDataError
+
+__all__ = ["DEFAULT_ROUNDS", "TORCH", "add_arguments", "run"]
 
 TORCH = True
 
 DEFAULT_ROUNDS = 4
 """Judgements per question when ``--rounds`` is not given (a ``--human`` session: all)."""
+MAX_ROUNDS = 100_000
+"""Largest ``--rounds``."""
+MAX_SEEDS = 1000
+"""Largest ``--seeds``."""
+MAX_QUESTIONS = 10**9
+"""Largest ``--max-questions``."""
 
 
 def add_arguments(inter: argparse.ArgumentParser) -> None:
@@ -30,14 +37,17 @@ def add_arguments(inter: argparse.ArgumentParser) -> None:
     )
     inter.add_argument("--strategy", default=Strategy.EI.value, choices=enum_values(Strategy))
     inter.add_argument(
-        "--rounds", type=positive_int, default=None, help=f"judgements (default {DEFAULT_ROUNDS})"
+        "--rounds",
+        type=bounded(MAX_ROUNDS),
+        default=None,
+        help=f"judgements (default {DEFAULT_ROUNDS})",
     )
     inter.add_argument(
         "--noise", type=positive_float, default=0.3, help="simulated user's noise t (> 0)"
     )
-    inter.add_argument("--seeds", type=positive_int, default=3)
+    inter.add_argument("--seeds", type=bounded(MAX_SEEDS), default=3)
     inter.add_argument(
-        "--max-questions", type=positive_int, default=None, help="first N questions only"
+        "--max-questions", type=bounded(MAX_QUESTIONS), default=None, help="first N questions only"
     )
     inter.add_argument("--config", default=None, help="TOML with option tables to override")
     inter.add_argument("--json", action="store_true", help="print the curves as JSON")
@@ -84,4 +94,4 @@ def run(args: argparse.Namespace) -> None:
         progress=not args.json,
         **threads,
     )
-    print(json.dumps(summary, indent=2) if args.json else table)
+    print(strict_json(summary) if args.json else table)

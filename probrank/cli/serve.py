@@ -1,19 +1,38 @@
-"""``probrank serve``: the pairwise judging pages (:func:`probrank.serve.server.serve`)."""
+"""``probrank serve``: the pairwise judging pages (:func:`probrank.serve.server.serve`).
+
+``TORCH`` is False: the server binds and prints its links before torch loads; torch's pools
+are sized by the preparation thread (:mod:`probrank.serve.startup`)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+from collections.abc import Callable
 
-from probrank.cli._parsing import at_least, enum_values, positive_int, seed
+from probrank.cli._parsing import at_least, positive_int, seed
 
-TORCH = True
+TORCH = False
+
+
+def _enum(module: str, name: str, option: str) -> Callable[[str], str]:
+    """An argparse ``type`` checking a value of the enum ``module.name``, imported only when
+    the option is given (the enums' modules load torch)."""
+
+    def parse(text: str) -> str:
+        from probrank._options import parse_enum
+
+        kind = getattr(importlib.import_module(module), name)
+        try:
+            return str(parse_enum(kind, text, option).value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def add_arguments(serve: argparse.ArgumentParser) -> None:
     """The arguments of ``probrank serve``."""
-    from probrank.acquisition.select import Strategy
-    from probrank.models.interactive.settings import PosteriorKind
-    from probrank.serve.server import DEFAULT_DB, DEFAULT_PORT
+    from probrank.serve.server import DEFAULT_DB, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
     from probrank.serve.sources import dataset_choices
 
     serve.description = (
@@ -42,13 +61,33 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
         default=DEFAULT_PORT,
         help=f"port (default {DEFAULT_PORT}; 0: any free port)",
     )
-    serve.add_argument("--posterior", default=None, choices=enum_values(PosteriorKind))
-    serve.add_argument("--strategy", default=None, choices=enum_values(Strategy))
+    serve.add_argument(
+        "--posterior",
+        default=None,
+        type=_enum("probrank.models.interactive.settings", "PosteriorKind", "--posterior"),
+        help="posterior kind (PosteriorKind; default laplace, or the saved model's)",
+    )
+    serve.add_argument(
+        "--strategy",
+        default=None,
+        type=_enum("probrank.acquisition.select", "Strategy", "--strategy"),
+        help="pair strategy (Strategy; default the ranker's)",
+    )
     serve.add_argument("--seed", type=seed, default=0, help="seed of the warm start and sessions")
     serve.add_argument(
         "--rounds", type=positive_int, default=None, help="judgements per question (default all)"
     )
     serve.add_argument("--model", default=None, help="a saved InteractiveRanker folder")
+    serve.add_argument(
+        "--max-sessions",
+        type=positive_int,
+        default=DEFAULT_MAX_SESSIONS,
+        help=f"annotator sessions kept in memory (default {DEFAULT_MAX_SESSIONS}, about 4 MB "
+        "each at 45 candidates); older ones are rebuilt from the database when reopened",
+    )
+    serve.add_argument(
+        "--instructions", default=None, help="a Markdown file of instructions for the annotators"
+    )
 
 
 def run(args: argparse.Namespace) -> None:
@@ -70,6 +109,8 @@ def run(args: argparse.Namespace) -> None:
             seed=args.seed,
             rounds=args.rounds,
             model=args.model,
+            max_sessions=args.max_sessions,
+            instructions=args.instructions,
             threads=args.threads_given or 1,  # one torch thread per judgement round
         )
     )

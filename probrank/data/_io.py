@@ -6,17 +6,18 @@ error), the check that fields are separated by ASCII spaces and tabs only, and a
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 import unicodedata
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from probrank._files import atomic_open
 from probrank.exceptions import InputDataError
 
-__all__ = ["atomic_write", "check_separators", "read_text", "read_text_lines"]
+__all__ = ["atomic_write", "check_separators", "json_line", "read_text", "read_text_lines"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -73,6 +74,28 @@ def read_text(path: str | os.PathLike[str]) -> str:
                 line=_line_of(text, "\r"),
             )
     return text
+
+
+def json_line(line: str, path: str | os.PathLike[str], number: int) -> Any:
+    """One line of a JSON-lines file, parsed; every failure is one :class:`InputDataError`
+    naming the file and the line (invalid JSON, nesting too deep for the parser, an integer of
+    more digits than Python converts).
+
+    Args:
+        line: The line's text.
+        path: The file (for the message).
+        number: The line number (from 1).
+    """
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputDataError(f"invalid JSON ({exc.msg})", path=path, line=number) from None
+    except RecursionError:
+        raise InputDataError("invalid JSON (nested too deeply)", path=path, line=number) from None
+    except ValueError:  # int(): more than sys.get_int_max_str_digits() digits
+        raise InputDataError(
+            "invalid JSON (a number with too many digits)", path=path, line=number
+        ) from None
 
 
 def read_text_lines(path: str | os.PathLike[str]) -> list[str]:

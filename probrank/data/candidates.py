@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from probrank._files import write_text_atomically
-from probrank.data._io import read_text_lines
+from probrank.data._io import json_line, read_text_lines
 from probrank.data.topics import read_topics
 from probrank.data.trec import Qrels, Run
+from probrank.data.trec_frames import MAX_INTEGER, check_columns, frame_id, is_missing
 from probrank.exceptions import InputDataError
 
 __all__ = [
@@ -53,17 +54,39 @@ FIRST_STAGE_FEATURES = ("first_stage_score", "first_stage_score_minmax", "first_
 list (1 for the top document; 1 for all when they tie) and ``log(rank)`` (0 for the top)."""
 
 
-def _integer(value: object, what: str) -> int:
-    """``value`` as an int, refusing non-integral numbers, NaN, strings and None."""
+def _shown(value: object) -> str:
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else "a huge integer"
+    return text if len(text) <= 60 else text[:40] + f"... ({len(text)} characters)"
+
+
+def _integer(value: object, what: str, *, int64: bool = True) -> int:
+    """``value`` as an int, refusing non-integral numbers, NaN, strings, None and (``int64``)
+    integers out of an int64's range (a label, 0 or 1, is checked for that later)."""
     if isinstance(value, bool | int):  # exact, also beyond a double's range
-        return int(value)
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise InputDataError(f"{what} must be an integer, got {value!r}") from None
-    if isinstance(value, str) or not math.isfinite(number) or number != int(number):
-        raise InputDataError(f"{what} must be an integer, got {value!r}")
-    return int(number)
+        number = int(value)
+    else:
+        try:
+            real = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError, OverflowError):
+            raise InputDataError(f"{what} must be an integer, got {_shown(value)}") from None
+        if isinstance(value, str) or not math.isfinite(real) or real != int(real):
+            raise InputDataError(f"{what} must be an integer, got {_shown(value)}")
+        number = int(real)
+    if int64 and abs(number) > MAX_INTEGER:
+        raise InputDataError(f"{what} is out of range (|value| < 2**63), got {_shown(value)}")
+    return number
+
+
+def _identifier(value: object, what: str) -> str:
+    """An id of a JSON line: a string or a number; null (None), NaN and "" are refused."""
+    if is_missing(value):
+        raise InputDataError(f"{what} is missing (null)")
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise InputDataError(f"{what} must be a string or a number, got {_shown(value)}")
+    text = str(value)
+    if not text:
+        raise InputDataError(f"empty {what}")
+    return text
 
 
 def _text(value: object, what: str) -> str:
@@ -128,7 +151,9 @@ class CandidateList:
             grade_values = [_integer(g, f"{where}: grade") for g in grades]
             labels = [int(g >= 1) for g in grade_values]
         label_tuple = (
-            () if labels is None else tuple(_integer(y, f"{where}: label") for y in labels)
+            ()
+            if labels is None
+            else tuple(_integer(y, f"{where}: label", int64=False) for y in labels)
         )
         grade_tuple = (
             label_tuple if grades is None else tuple(_integer(g, f"{where}: grade") for g in grades)
@@ -219,7 +244,7 @@ class CandidateList:
                 id with two different texts, a candidate id twice for one query, or a bad
                 label or grade (the message names the row's index).
         """
-        columns = [str(c) for c in getattr(frame, "columns", [])]
+        columns = check_columns(frame)
         required = [qid, query, candidate_id, candidate]
         missing = [c for c in required if c not in columns]
         if missing:
@@ -231,10 +256,7 @@ class CandidateList:
         groups: dict[str, dict[str, Any]] = {}
         for index, row in zip(frame.index, frame.to_dict("records"), strict=True):
             where = f"row {index!r}"
-            key = row[qid]
-            if key is None or (isinstance(key, float) and math.isnan(key)):
-                raise InputDataError(f"{where}: missing {qid!r}")
-            key = str(key)
+            key = frame_id(row[qid], where, repr(qid))
             text = _text(row[query], f"{where}: {query!r}")
             group = groups.setdefault(
                 key, {"query": text, "ids": [], "texts": [], "labels": [], "grades": [], "rows": {}}
@@ -244,7 +266,7 @@ class CandidateList:
                     f"{where}: query {key!r} has two texts, {group['query'][:60]!r} and "
                     f"{text[:60]!r}"
                 )
-            cid = str(row[candidate_id])
+            cid = frame_id(row[candidate_id], where, repr(candidate_id))
             if cid in group["rows"]:
                 raise InputDataError(
                     f"{where}: candidate {cid!r} of query {key!r} also in row "
@@ -255,7 +277,7 @@ class CandidateList:
             group["texts"].append(_text(row[candidate], f"{where}: {candidate!r}"))
             g = _integer(row[grade], f"{where}: {grade!r}") if has_grade else None
             if has_label:
-                group["labels"].append(_integer(row[label], f"{where}: {label!r}"))
+                group["labels"].append(_integer(row[label], f"{where}: {label!r}", int64=False))
             elif g is not None:
                 group["labels"].append(int(g >= relevance_level))
             if g is not None:
@@ -290,14 +312,7 @@ class CandidateList:
         for number, line in enumerate(read_text_lines(path), start=1):
             if not line.strip():
                 continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputDataError(f"invalid JSON ({exc.msg})", path=path, line=number) from None
-            except RecursionError:
-                raise InputDataError(
-                    "invalid JSON (nested too deeply)", path=path, line=number
-                ) from None
+            record = json_line(line, path, number)
             try:
                 item = _list_from_record(cls, record)
             except InputDataError as exc:
@@ -435,7 +450,7 @@ def _list_from_record(cls: type[CandidateList], record: object) -> CandidateList
     candidates = record["candidates"]
     if not isinstance(candidates, list) or not all(isinstance(c, dict) for c in candidates):
         raise InputDataError("'candidates' must be a list of objects")
-    qid = str(record["qid"])
+    qid = _identifier(record["qid"], "'qid'")
     for key in ("id", "text"):
         if any(key not in c for c in candidates):
             raise InputDataError(f"list {qid!r}: every candidate needs {key!r}")
@@ -451,7 +466,7 @@ def _list_from_record(cls: type[CandidateList], record: object) -> CandidateList
     return cls(
         qid,
         record["query"],
-        [c["id"] for c in candidates],
+        [_identifier(c["id"], f"list {qid!r}: candidate 'id'") for c in candidates],
         [c["text"] for c in candidates],
         labels,
         grades,

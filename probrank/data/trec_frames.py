@@ -22,7 +22,18 @@ from typing import Any
 
 from probrank.exceptions import InputDataError
 
-__all__ = ["frame_to_mapping", "qrels_frame", "run_frame"]
+__all__ = [
+    "MAX_INTEGER",
+    "check_columns",
+    "frame_id",
+    "frame_to_mapping",
+    "is_missing",
+    "qrels_frame",
+    "run_frame",
+]
+
+MAX_INTEGER = 2**63 - 1
+"""Largest magnitude of a grade or label (an int64, as tensors and pandas hold them)."""
 
 _ALIASES = {"qid": "query_id", "docno": "doc_id", "label": "relevance"}
 
@@ -38,9 +49,24 @@ def _column(columns: Sequence[str], wanted: str) -> str:
     raise InputDataError(f"the DataFrame has no column {wanted!r}{also}; it has {list(columns)}")
 
 
-def _id(value: object, where: str, what: str) -> str:
-    missing = type(value).__name__ in ("NAType", "NaTType")  # pandas' missing markers
-    if value is None or missing or (isinstance(value, float) and math.isnan(value)):
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
+def is_missing(value: object) -> bool:
+    """Whether ``value`` is a missing marker: None, a float NaN, ``pd.NA`` or ``pd.NaT``."""
+    if value is None or type(value).__name__ in ("NAType", "NaTType"):
+        return True
+    try:
+        return isinstance(value, numbers.Real) and math.isnan(value)
+    except (OverflowError, TypeError, ValueError):
+        return False
+
+
+def frame_id(value: object, where: str, what: str) -> str:
+    """An id as ``str``: missing markers (None, NaN, ``pd.NA``) and empty ids are refused."""
+    if is_missing(value):
         raise InputDataError(f"{where}: missing {what}")
     text = str(value)
     if not text:
@@ -48,24 +74,46 @@ def _id(value: object, where: str, what: str) -> str:
     return text
 
 
+def check_columns(frame: Any) -> list[str]:
+    """The column names of a DataFrame as ``str``; refuses anything else and duplicate names.
+
+    Raises:
+        InputDataError: not a DataFrame, or two columns of one name (which one is meant?).
+    """
+    if not hasattr(frame, "columns") or not hasattr(frame, "index"):
+        raise InputDataError(f"expected a pandas DataFrame, got {type(frame).__name__}")
+    columns = [str(c) for c in frame.columns]
+    twice = sorted({c for c in columns if columns.count(c) > 1})
+    if twice:
+        raise InputDataError(f"the DataFrame has two or more columns named {twice}")
+    return columns
+
+
 def _score(value: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InputDataError(f"{where}: score {value!r} is not a number")
-    score = float(value)
+        raise InputDataError(f"{where}: score {_short(value)} is not a number")
+    try:
+        score = float(value)
+    except OverflowError:
+        score = math.inf
     if not math.isfinite(score):
-        raise InputDataError(f"{where}: score is {score}, not a finite number")
+        raise InputDataError(f"{where}: score {_short(value)} is not a finite double")
     return score
 
 
 def _grade(value: object, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InputDataError(f"{where}: grade {value!r} is not an integer")
+        raise InputDataError(f"{where}: grade {_short(value)} is not an integer")
     if isinstance(value, numbers.Integral):
-        return int(value)
-    number = float(value)
-    if not number.is_integer():
-        raise InputDataError(f"{where}: grade {value!r} is not an integer")
-    return int(number)
+        number = int(value)
+    else:
+        real = float(value)
+        if not real.is_integer():
+            raise InputDataError(f"{where}: grade {_short(value)} is not an integer")
+        number = int(real)
+    if abs(number) > MAX_INTEGER:
+        raise InputDataError(f"{where}: grade {_short(value)} is out of range (|grade| < 2**63)")
+    return number
 
 
 def frame_to_mapping(
@@ -84,9 +132,7 @@ def frame_to_mapping(
     Raises:
         InputDataError: a missing column, no rows, a missing id, a bad value, a pair twice.
     """
-    columns = [str(c) for c in getattr(frame, "columns", [])]
-    if not hasattr(frame, "columns") or not hasattr(frame, "index"):
-        raise InputDataError(f"expected a pandas DataFrame, got {type(frame).__name__}")
+    columns = check_columns(frame)
     names = [_column(columns, c) for c in (qid, docno, value)]
     if len(frame) == 0:
         raise InputDataError("the DataFrame has no rows")
@@ -96,7 +142,7 @@ def frame_to_mapping(
     rows = zip(frame.index, *(frame[c].tolist() for c in names), strict=True)
     for index, q, d, v in rows:
         where = f"row {index!r}"
-        key = (_id(q, where, repr(names[0])), _id(d, where, repr(names[1])))
+        key = (frame_id(q, where, repr(names[0])), frame_id(d, where, repr(names[1])))
         if key in first:
             raise InputDataError(
                 f"{where}: document {key[1]!r} appears twice for query {key[0]!r} "

@@ -14,12 +14,7 @@ from probrank.data.trec import Qrels, Run
 from probrank.evaluation.measures import evaluate
 from probrank.fusion.fuse import FusionMethod, fuse
 from probrank.inference.predictive import credible_interval
-from probrank.models.qlfusion.cross_fit import (
-    cross_validated_predictions,
-    prepare_cv,
-    weights_from_predictions,
-)
-from probrank.models.qlfusion.variants import QuantifierSettings
+from probrank.models.qlfusion import QLFusion, QLFusionSettings
 
 __all__ = ["DEMO_MEASURES", "qlfusion_demo"]
 
@@ -55,28 +50,31 @@ def qlfusion_demo(
     depth = 100
     measures = list(DEMO_MEASURES)
     settings = (
-        QuantifierSettings(
-            batch_sizes=(4, 16), max_epochs=60, patience=10, max_steps=200, posterior_samples=50
+        QLFusionSettings(
+            batch_sizes=(4, 16),
+            max_epochs=60,
+            patience=10,
+            max_steps=200,
+            posterior_samples=50,
+            seed=seed,
+            progress=False,
         )
         if quick
-        else QuantifierSettings()
+        else QLFusionSettings(max_steps=None, seed=seed, progress=False)  # the paper's: no cap
     )
-    data = prepare_cv(runs, qrels, folds=5, depth=depth, fold_seed=seed)
+    model = QLFusion(settings)
     out = {
         m: evaluate(qrels, fuse(runs, m, norm="minmax", depth=depth), measures)
         for m in (FusionMethod.COMBSUM.value, FusionMethod.COMBMNZ.value)
     }
     with torch_threads(1):
-        preds, info = cross_validated_predictions(
-            data, seed=seed, settings=settings, variants=["qlfusion"], progress=False
-        )
-        draws = info["quantifiers"]["qlfusion"].draws(
+        cross_fit = model.cross_fit(runs, qrels, folds=5, fold_seed=seed)
+        data = cross_fit.data
+        draws = cross_fit.quantifiers["qlfusion"].draws(
             data.test["x"], "binomial", settings.posterior_samples, seed=seed
         )
-    weights = weights_from_predictions(data, preds["qlfusion"])
-    fused = fuse(runs, FusionMethod.WEIGHTED, norm="minmax", depth=depth, weights=weights)
-    out["qlfusion"] = evaluate(qrels, fused, measures)
-    out["qlfusion_mae"] = {"MAE": info["test_mae"]["qlfusion"]}
+    out["qlfusion"] = evaluate(qrels, cross_fit.fuse(runs, name="fused"), measures)
+    out["qlfusion_mae"] = {"MAE": cross_fit.test_mae["qlfusion"]}
     if figure is not None:
         summary = credible_interval(draws, 0.9)
         true_p = data.test["counts"] / depth

@@ -6,6 +6,12 @@ From a fitted model to a summary table in one call::
     from probrank.diagnostics import summarize
     summarize(net)                      # a QLFusion net's Bayesian output layer (SVI)
     summarize(fit_nuts(model, x, y))    # NUTS: R-hat, bulk/tail ESS, divergences
+
+Tables follow ArviZ: ``summary`` is ``arviz.summary`` (``hdi_3%``/``hdi_97%``, ``mcse_*``,
+``ess_bulk``, ``ess_tail``, ``r_hat``) and ``compare_models`` is ``arviz.compare``
+(``elpd_loo``, ...) plus its checks. "Converged" and "reliable" are earned: R-hat <= 1.01,
+bulk and tail ESS >= 400, no divergences (and Pareto k <= 0.7 for LOO), each named when it
+fails.
 """
 
 from probrank.diagnostics.arviz import (
@@ -16,11 +22,17 @@ from probrank.diagnostics.arviz import (
     to_inference_data,
 )
 from probrank.diagnostics.compare import compare_posteriors
-from probrank.diagnostics.convergence import ConvergenceReport, check_convergence
+from probrank.diagnostics.convergence import (
+    ESS_MIN,
+    RHAT_MAX,
+    ConvergenceReport,
+    check_convergence,
+)
 from probrank.diagnostics.loo import (
     PARETO_K_THRESHOLD,
     LooResult,
     compare_models,
+    convergence_problems,
     loo,
     loo_verdict,
 )
@@ -46,7 +58,9 @@ from probrank.diagnostics.pyro_model import from_pyro
 from probrank.diagnostics.summary import divergences, hdi, summary
 
 __all__ = [
+    "ESS_MIN",
     "PARETO_K_THRESHOLD",
+    "RHAT_MAX",
     "ConvergenceReport",
     "LooResult",
     "PPCResult",
@@ -54,6 +68,7 @@ __all__ = [
     "check_convergence",
     "compare_models",
     "compare_posteriors",
+    "convergence_problems",
     "divergences",
     "from_draws",
     "from_pyro",

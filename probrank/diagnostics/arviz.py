@@ -198,14 +198,24 @@ def _mapping(source: Mapping[str, ArrayLike], **options: Any) -> Any:
     return from_draws(source, **options)
 
 
+def _chained(source: object, options: dict[str, Any]) -> None:
+    """Drop ``chains=True`` (the source always has a chain dimension); refuse ``False``."""
+    if not options.pop("chains", True):
+        raise InputDataError(
+            f"a {type(source).__name__} always has a chain dimension; drop chains=False"
+        )
+
+
 @to_inference_data.register(NutsSamples)
 def _nuts(source: NutsSamples, **options: Any) -> Any:
+    _chained(source, options)
     stats = {**source.sample_stats, **dict(options.pop("sample_stats", None) or {})}
     return from_draws(dict(source), chains=True, sample_stats=stats, **options)
 
 
 @to_inference_data.register(MCMC)
 def _mcmc(source: MCMC, **options: Any) -> Any:
+    _chained(source, options)
     samples = {k: v.detach() for k, v in source.get_samples(group_by_chain=True).items()}
     if not samples:
         raise InputDataError("the MCMC object holds no samples; call run() first")
@@ -394,7 +404,7 @@ def _mean_covariance(source: tuple[Tensor, Tensor], **options: Any) -> Any:
 def summarize(
     source: Any,
     *,
-    hdi_prob: float = 0.9,
+    hdi_prob: float | None = None,
     var_names: Sequence[str] | None = None,
     **options: Any,
 ) -> Any:
@@ -408,12 +418,13 @@ def summarize(
 
     Args:
         source: Anything :func:`to_inference_data` accepts.
-        hdi_prob: HDI mass.
+        hdi_prob: HDI mass (default ArviZ's, ``rcParams["stats.hdi_prob"]``).
         var_names: Variables to summarise (default: all).
         **options: Conversion options (``num_samples``, ``seed``, ``guide``, ``dims``, ...).
 
     Returns:
-        The :func:`~probrank.diagnostics.summary.summary` table (a ``pandas.DataFrame``).
+        The :func:`~probrank.diagnostics.summary.summary` table (a ``pandas.DataFrame``,
+        equal to :func:`arviz.summary` of the converted data).
 
     Raises:
         InputDataError: The source holds no posterior (e.g. a layer whose own guide was never

@@ -19,7 +19,12 @@ import pandas as pd
 from probrank.diagnostics.summary import summary
 from probrank.exceptions import ConvergenceWarning, InputDataError
 
-__all__ = ["ConvergenceReport", "check_convergence"]
+__all__ = ["ESS_MIN", "RHAT_MAX", "ConvergenceReport", "check_convergence"]
+
+RHAT_MAX = 1.01
+"""Largest R-hat that counts as converged (Vehtari et al. 2021)."""
+ESS_MIN = 400.0
+"""Smallest bulk and tail ESS, over all chains together, that counts as converged."""
 
 
 @dataclass(frozen=True)
@@ -51,8 +56,8 @@ def _names(labels: list[str], limit: int = 8) -> str:
 def check_convergence(
     data: Any,
     *,
-    rhat_max: float = 1.01,
-    ess_min: float = 400.0,
+    rhat_max: float = RHAT_MAX,
+    ess_min: float = ESS_MIN,
     max_divergences: int = 0,
     var_names: Sequence[str] | None = None,
     warn: bool = True,
@@ -79,7 +84,7 @@ def check_convergence(
             f"need rhat_max >= 1, ess_min >= 0, max_divergences >= 0; got {rhat_max}, "
             f"{ess_min}, {max_divergences}"
         )
-    table = summary(data, var_names=var_names, diagnostics=True)
+    table = summary(data, var_names=var_names, round_to="none")
     messages: list[str] = []
     rhat = table["r_hat"]
     high_rhat = [str(k) for k in table.index[rhat > rhat_max]]

@@ -89,7 +89,7 @@ def plot_forest(
     data: Any,
     *,
     var_names: Sequence[str] | None = None,
-    hdi_prob: float = 0.9,
+    hdi_prob: float | None = None,
     max_params: int = 40,
     ax: Axes | None = None,
     table: pd.DataFrame | None = None,
@@ -99,7 +99,7 @@ def plot_forest(
     Args:
         data: ArviZ data.
         var_names: Variables to draw (default: all).
-        hdi_prob: HDI mass.
+        hdi_prob: HDI mass (default ArviZ's, ``rcParams["stats.hdi_prob"]``).
         max_params: Rows at most (the first ones).
         ax: Axes to draw on.
         table: A precomputed :func:`~probrank.diagnostics.summary` table.
@@ -111,16 +111,25 @@ def plot_forest(
     table = table.iloc[:max_params]
     ax = _axes(ax, (6, 0.25 * len(table) + 1.2))
     rows = np.arange(len(table))[::-1]
-    ax.hlines(rows, table["hdi_low"], table["hdi_high"], color="tab:blue", linewidth=1.5)
+    low, high = _hdi_columns(table)
+    ax.hlines(rows, table[low], table[high], color="tab:blue", linewidth=1.5)
     ax.plot(table["mean"], rows, "o", color="tab:blue", markersize=4)
     labels = list(table.index)
-    if "r_hat" in table.columns:
+    if "r_hat" in table.columns and bool(table["r_hat"].notna().any()):
         labels = [f"{k}  (R-hat {r:.2f})" for k, r in zip(table.index, table["r_hat"], strict=True)]
     ax.set_yticks(rows)
     ax.set_yticklabels(labels, fontsize="small")
     ax.axvline(0.0, color="grey", linewidth=0.8, linestyle="--")
-    ax.set_xlabel(f"posterior mean and {hdi_prob:.0%} HDI")
+    ax.set_xlabel(f"posterior mean and HDI ({low} to {high})")
     return ax
+
+
+def _hdi_columns(table: pd.DataFrame) -> tuple[str, str]:
+    """The two ``hdi_*%`` columns of an ArviZ summary table (lower first)."""
+    columns = [str(c) for c in table.columns if str(c).startswith("hdi_")]
+    if len(columns) != 2:
+        raise InputDataError(f"need a summary table with two hdi_ columns, got {columns}")
+    return columns[0], columns[1]
 
 
 def plot_ppc(result: PPCResult, *, ax: Axes | None = None) -> Axes:
@@ -191,7 +200,7 @@ def save_posterior_summary(
     path: str | os.PathLike[str],
     *,
     var_names: Sequence[str] | None = None,
-    hdi_prob: float = 0.9,
+    hdi_prob: float | None = None,
     max_params: int = 30,
     title: str | None = None,
     dpi: int = 100,
@@ -205,7 +214,7 @@ def save_posterior_summary(
         path: The PNG to write (atomically; its folder must exist: a missing one is an
             ``InputDataError``, as for every file probrank writes).
         var_names: Variables to show (default: all).
-        hdi_prob: HDI mass.
+        hdi_prob: HDI mass (default ArviZ's, ``rcParams["stats.hdi_prob"]``).
         max_params: Forest-plot rows at most.
         title: Figure title.
         dpi: Resolution.

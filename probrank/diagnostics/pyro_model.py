@@ -27,6 +27,7 @@ from probrank._progress import progress_bar
 from probrank.diagnostics.arviz import from_draws, guide_draws
 from probrank.exceptions import InputDataError
 from probrank.inference.mcmc import NutsSamples
+from probrank.inference.predictive import draws_layout
 
 __all__ = ["from_pyro", "guide_draws", "replay"]
 
@@ -45,14 +46,16 @@ def replay(
         model: The Pyro model.
         draws: ``{site: S x *shape}`` latent draws.
         *args: Model arguments (with the observations).
-        observed: Observed sites to keep (default: every one).
+        observed: Observed (or predicted) sites to keep (default: every one).
         progress: Show a progress bar over draws.
         **kwargs: Model keyword arguments.
 
     Returns:
         ``(predictive, log_likelihood, observations, deterministic)``: `S x *shape` draws of
-        each observed site, their pointwise log-likelihoods (`S x *batch`), the observed
-        values (`*shape`), and `S x *shape` values of deterministic sites.
+        each observed site and of each predicted site (a likelihood site called with
+        ``obs=None``, e.g. on new inputs: its draw given the latent draw), the observed
+        sites' pointwise log-likelihoods (`S x *batch`) and values (`*shape`), and
+        `S x *shape` values of deterministic sites.
     """
     sizes = {v.shape[0] for v in draws.values()}
     if len(sizes) != 1:
@@ -66,7 +69,7 @@ def replay(
         point = {name: value[s] for name, value in draws.items()}
         trace = poutine.trace(poutine.condition(model, data=point)).get_trace(*args, **kwargs)
         for name, site in trace.nodes.items():
-            if site["type"] != "sample" or name in point or not site["is_observed"]:
+            if site["type"] != "sample" or name in point:
                 continue
             value: Tensor = site["value"].detach()  # type: ignore[union-attr]
             if (site["infer"] or {}).get("_deterministic"):
@@ -74,13 +77,16 @@ def replay(
                 continue
             if observed is not None and name not in observed:
                 continue
+            if not site["is_observed"]:  # no observation (obs=None): a predicted site
+                predictive.setdefault(name, []).append(value)
+                continue
             fn: Any = site["fn"]
             values.setdefault(name, value)
             predictive.setdefault(name, []).append(fn.sample().detach())
             loglik.setdefault(name, []).append(fn.log_prob(value).detach())
-    missing = [n for n in (observed or []) if n not in values]
+    missing = [n for n in (observed or []) if n not in predictive]
     if missing:
-        raise InputDataError(f"the model has no observed site(s) {missing}")
+        raise InputDataError(f"the model has no observed or predicted site(s) {missing}")
 
     def stack(group: dict[str, list[Tensor]]) -> dict[str, Tensor]:
         return {k: torch.stack(v) for k, v in group.items()}
@@ -107,13 +113,19 @@ def from_pyro(
 
     Give either a fitted ``guide`` (SVI: ``num_samples`` draws, one chain) or
     ``posterior_samples`` (`chains x draws x *shape`, e.g. from
-    :func:`~probrank.inference.mcmc.fit_nuts`; its divergences are kept).
+    :func:`~probrank.inference.mcmc.fit_nuts`, whose divergences are kept; or `S x *shape`,
+    read as one chain).
+
+    Predictions: call it with new inputs and no observations (``from_pyro(model, X_new,
+    None, posterior_samples=s)``). A likelihood site whose ``obs`` is None is then *predicted*:
+    its draws (one per posterior draw) appear in the ``posterior_predictive`` group, with no
+    log-likelihood and no observed data for it.
 
     Args:
         model: The Pyro model, called as ``model(*args, **kwargs)`` with the observations.
         *args: Model arguments.
         guide: A fitted guide.
-        posterior_samples: Latent draws with a chain dimension.
+        posterior_samples: Latent draws, ``chains x draws x *shape`` or ``S x *shape``.
         num_samples: Guide draws.
         seed: Seeds the guide draws and the predictive draws.
         param_state: A :attr:`~probrank.inference.svi.FitResult.param_state` to load
@@ -129,8 +141,9 @@ def from_pyro(
         ``InferenceData`` (ArviZ 0.x) or ``DataTree`` (1.x).
 
     Raises:
-        InputDataError: neither or both of ``guide`` and ``posterior_samples``, or draws
-            without a chain dimension.
+        InputDataError: neither or both of ``guide`` and ``posterior_samples``; a posterior
+            sample site the model does not have or whose draws have the wrong leading shape
+            (named); an ``observed`` site the model neither observes nor predicts.
     """
     if (guide is None) == (posterior_samples is None):
         raise InputDataError("give exactly one of guide and posterior_samples")
@@ -139,14 +152,9 @@ def from_pyro(
     with store.scope(state=state), torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(seed)
         if posterior_samples is not None:
-            lead = {tuple(v.shape[:2]) for v in posterior_samples.values()}
-            if len(lead) != 1 or any(len(shape) < 2 for shape in lead):
-                raise InputDataError(
-                    f"posterior_samples must be `chains x draws x ...`, got leading dims {lead}"
-                )
-            chains, per_chain = lead.pop()
-            latent = {k: v.detach().reshape(chains * per_chain, *v.shape[2:])
-                      for k, v in posterior_samples.items()}  # fmt: skip
+            known = True if isinstance(posterior_samples, NutsSamples) else None
+            layout = draws_layout(model, posterior_samples, *args, chains=known, **kwargs)
+            chains, per_chain, latent = layout.chains, layout.draws, layout.flat
         else:
             chains, per_chain = 1, num_samples
             latent = guide_draws(guide, *args, num_samples=num_samples, **kwargs)  # type: ignore[arg-type]

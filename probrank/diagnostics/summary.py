@@ -1,12 +1,19 @@
-"""Posterior summaries: means, sds, HDIs and, for several chains, R-hat, bulk/tail ESS.
+"""Posterior summaries: ArviZ's own table (:func:`arviz.summary`), plus the sample sizes and
+divergences in ``table.attrs``.
 
-The table is computed from the ArviZ data's arrays (means, sds, HDIs with NumPy; R-hat and
-ESS with :func:`arviz.rhat` and :func:`arviz.ess`, rank-normalised split-R-hat and bulk/tail
-ESS of Vehtari et al. 2021), so its column names do not depend on the ArviZ version.
+:func:`summary` delegates to :func:`arviz.summary` with the same arguments and defaults, so a
+user moving between probrank and ArviZ gets the same table, column for column and value for
+value: ``mean``, ``sd``, ``hdi_3%``/``hdi_97%`` (the mass is ArviZ's
+``rcParams["stats.hdi_prob"]`` default, 0.94, unless ``hdi_prob`` is given; the HDI is
+:func:`arviz.hdi`'s), ``mcse_mean``, ``mcse_sd``, ``ess_bulk``, ``ess_tail`` and ``r_hat``
+(rank-normalised split-R-hat and bulk/tail ESS of Vehtari et al. 2021; R-hat is NaN with one
+chain). Values are rounded as ArviZ rounds them unless ``round_to="none"``; convergence
+checks use the unrounded values.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,31 +21,29 @@ import arviz as az
 import numpy as np
 import pandas as pd
 
-from probrank.diagnostics._data import flat_parameters, get_group, has_group
+from probrank.diagnostics._data import get_group, has_group
 from probrank.exceptions import InputDataError
 
 __all__ = ["divergences", "hdi", "summary"]
 
 
-def hdi(draws: np.ndarray, prob: float = 0.9) -> tuple[float, float]:
-    """Highest-density interval of one-dimensional draws: the narrowest interval holding
-    ``ceil(prob * n)`` of the sorted draws.
+def hdi(draws: np.ndarray, prob: float | None = None) -> tuple[float, float]:
+    """Highest-density interval of one-dimensional draws, by :func:`arviz.hdi`.
 
     Args:
         draws: `n` draws.
-        prob: Interval mass in ``(0, 1)``.
+        prob: Interval mass in ``(0, 1)``; default ArviZ's (``rcParams["stats.hdi_prob"]``).
 
     Returns:
         ``(low, high)``.
     """
-    values = np.sort(np.asarray(draws, dtype=np.float64).ravel())
-    n = values.size
-    if n == 0:
+    values = np.asarray(draws, dtype=np.float64).ravel()
+    if values.size == 0:
         raise InputDataError("no draws for an HDI")
-    size = max(1, min(n, int(np.ceil(prob * n))))
-    widths = values[size - 1 :] - values[: n - size + 1]
-    start = int(np.argmin(widths))
-    return float(values[start]), float(values[start + size - 1])
+    if prob is not None and not 0 < prob < 1:
+        raise InputDataError(f"hdi_prob must be in (0, 1), got {prob}")
+    low, high = az.hdi(values, hdi_prob=prob)
+    return float(low), float(high)
 
 
 def divergences(data: Any) -> int | None:
@@ -51,70 +56,73 @@ def divergences(data: Any) -> int | None:
     return int(np.asarray(stats["diverging"].values).sum())
 
 
-def _diagnostic(dataset: Any, names: list[str], method: str) -> dict[str, np.ndarray]:
-    """R-hat (``method="rank"``) or ESS (``"bulk"``/``"tail"``) per parameter label."""
-    subset = dataset[names]
-    if method == "rank":
-        values = az.rhat(subset, method="rank")
-    else:
-        values = az.ess(subset, method=method)
-    expanded = values.expand_dims(chain=[0], draw=[0])
-    return {k: v.reshape(-1)[0] for k, v in flat_parameters(expanded, names).items()}
+class _QuietShapeCheck(logging.Filter):
+    """Drops ArviZ's "Shape validation failed" log line for one-chain draws (SVI, Laplace),
+    where R-hat is NaN by definition and the table says so."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Shape validation failed" not in record.getMessage()
 
 
 def summary(
     data: Any,
     *,
-    hdi_prob: float = 0.9,
     var_names: Sequence[str] | None = None,
     group: str = "posterior",
-    diagnostics: bool | None = None,
+    hdi_prob: float | None = None,
+    kind: str = "all",
+    round_to: int | str | None = None,
+    **options: Any,
 ) -> pd.DataFrame:
-    """Means, standard deviations, HDIs and, with two or more chains, R-hat and ESS.
+    """ArviZ's summary table of ``data`` (:func:`arviz.summary`, same defaults).
 
     Args:
         data: ArviZ data (e.g. from :func:`~probrank.diagnostics.to_inference_data`).
-        hdi_prob: Mass of the highest-density interval.
         var_names: Variables to summarise (default: all).
         group: The sampled group to summarise.
-        diagnostics: Add ``ess_bulk``, ``ess_tail`` and ``r_hat`` (NaN for one chain);
-            default: only with two or more chains.
+        hdi_prob: Mass of the highest-density interval; default ArviZ's
+            (``rcParams["stats.hdi_prob"]``, 0.94: columns ``hdi_3%`` and ``hdi_97%``).
+        kind: ``"all"``, ``"stats"`` (mean, sd, HDI) or ``"diagnostics"`` (MCSE, ESS, R-hat).
+        round_to: As ArviZ: None rounds as ArviZ does, an int to that many decimals,
+            ``"none"`` not at all.
+        **options: Further :func:`arviz.summary` keywords (``coords``, ``stat_focus``, ...).
 
     Returns:
-        One row per scalar parameter (``name[i, j]``): ``mean``, ``sd``, ``hdi_low``,
-        ``hdi_high`` and, when the draws have several chains (MCMC) or with
-        ``diagnostics=True``, ``ess_bulk``, ``ess_tail``, ``r_hat``.
-        ``table.attrs["divergences"]`` holds the number of divergent transitions when the
-        data records them (NUTS), and ``table.attrs["chains"]``, ``table.attrs["draws"]``
-        the sample sizes.
+        One row per scalar parameter (``name[i, j]``) with ArviZ's columns: ``mean``, ``sd``,
+        ``hdi_3%``, ``hdi_97%``, ``mcse_mean``, ``mcse_sd``, ``ess_bulk``, ``ess_tail``,
+        ``r_hat`` (NaN with one chain). ``table.attrs["chains"]`` and ``table.attrs["draws"]``
+        hold the sample sizes and ``table.attrs["divergences"]`` the divergent transitions
+        when the data records them (NUTS).
+
+    Raises:
+        InputDataError: ``hdi_prob`` out of range, no such group or variable.
     """
-    if not 0 < hdi_prob < 1:
+    if hdi_prob is not None and not 0 < hdi_prob < 1:
         raise InputDataError(f"hdi_prob must be in (0, 1), got {hdi_prob}")
     dataset = get_group(data, group)
-    names = list(var_names) if var_names else [str(v) for v in dataset.data_vars]
-    params = flat_parameters(dataset, names)
-    chains, draws = int(dataset.sizes["chain"]), int(dataset.sizes["draw"])
-    rows: dict[str, dict[str, float]] = {}
-    for label, values in params.items():
-        low, high = hdi(values, hdi_prob)
-        rows[label] = {
-            "mean": float(values.mean()),
-            "sd": float(values.std(ddof=1)) if values.size > 1 else 0.0,
-            "hdi_low": low,
-            "hdi_high": high,
-        }
-    columns = ["mean", "sd", "hdi_low", "hdi_high"]
-    if diagnostics or (diagnostics is None and chains > 1):
-        columns += ["ess_bulk", "ess_tail", "r_hat"]
-        for column, method in (("ess_bulk", "bulk"), ("ess_tail", "tail"), ("r_hat", "rank")):
-            if method == "rank" and chains < 2:  # R-hat compares chains: undefined for one
-                for row in rows.values():
-                    row[column] = float("nan")
-                continue
-            for label, value in _diagnostic(dataset, names, method).items():
-                rows[label][column] = float(value)
-    table = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
-    table.attrs["chains"], table.attrs["draws"] = chains, draws
+    names = list(var_names) if var_names else None
+    missing = [n for n in names or [] if n not in dataset.data_vars]
+    if missing:
+        raise InputDataError(f"no variable(s) {missing} in the ArviZ data's {group!r} group")
+    quiet = _QuietShapeCheck()
+    logger: logging.Logger = getattr(az, "_log", None) or logging.getLogger("arviz")
+    logger.addFilter(quiet)
+    try:
+        table = az.summary(
+            data,
+            var_names=names,
+            group=group,
+            hdi_prob=hdi_prob,
+            kind=kind,  # type: ignore[arg-type]
+            round_to=round_to,
+            **options,
+        )
+    finally:
+        logger.removeFilter(quiet)
+    if not isinstance(table, pd.DataFrame):
+        raise InputDataError("summary returns a table: for fmt='xarray' call arviz.summary")
+    table.attrs["chains"] = int(dataset.sizes["chain"])
+    table.attrs["draws"] = int(dataset.sizes["draw"])
     count = divergences(data)
     if count is not None:
         table.attrs["divergences"] = count

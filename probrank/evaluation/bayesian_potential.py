@@ -23,7 +23,12 @@ import numpy as np
 import torch
 from scipy.special import gammaln, log_ndtr
 
-from probrank.evaluation.bayesian_model import ComparisonPriors, Likelihood, effect_basis
+from probrank.evaluation.bayesian_model import (
+    ComparisonPriors,
+    Likelihood,
+    effect_basis,
+    hierarchical_likelihood,
+)
 from probrank.exceptions import InputDataError
 
 __all__ = ["ComparisonPotential", "ScaledPotential"]
@@ -64,7 +69,7 @@ class ComparisonPotential:
         self.scores = np.asarray(scores, dtype=np.float64)
         if self.scores.ndim != 3 or self.scores.shape[1] < 2:
             raise InputDataError(f"scores must be M x S x T with S >= 2, got {self.scores.shape}")
-        self.likelihood = Likelihood(likelihood)
+        self.likelihood = hierarchical_likelihood(likelihood)
         self.priors = priors
         num_measures, num_systems, num_topics = self.scores.shape
         self.basis = effect_basis(num_systems).numpy()  # S x (S - 1)

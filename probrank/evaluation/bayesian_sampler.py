@@ -49,6 +49,17 @@ class Convergence:
     divergences: int
     messages: list[str] = field(default_factory=list)
 
+    def as_json(self) -> dict[str, Any]:
+        """Strict JSON: ``{"converged", "max_rhat", "min_ess", "divergences", "messages"}``,
+        undefined statistics (one chain, draws that never moved) as ``None``, never NaN."""
+        return {
+            "converged": self.converged,
+            "max_rhat": self.max_rhat if math.isfinite(self.max_rhat) else None,
+            "min_ess": self.min_ess if math.isfinite(self.min_ess) else None,
+            "divergences": self.divergences,
+            "messages": list(self.messages),
+        }
+
 
 def _start(
     scores: np.ndarray, priors: ComparisonPriors
@@ -165,14 +176,17 @@ def check_draws(arrays: Mapping[str, np.ndarray], divergences: int) -> Convergen
         divergences: Divergent transitions after warm-up.
 
     Returns:
-        A :class:`Convergence` (R-hat is NaN with one chain and then not checked).
+        A :class:`Convergence`: converged only if R-hat <= 1.01 (undefined, and so failed, with
+        one chain), bulk and tail ESS >= 400 and no divergences; each failed criterion is one
+        message.
     """
     import arviz as az
 
     dataset = az.convert_to_dataset(dict(arrays))
     chains = next(iter(arrays.values())).shape[0]
-    ess = np.minimum(_flat(az.ess(dataset, method="bulk")), _flat(az.ess(dataset, method="tail")))
-    low_ess = ~(ess >= ESS_MIN)  # NaN (draws that never moved) fails too
+    bulk = _flat(az.ess(dataset, method="bulk"))
+    tail = _flat(az.ess(dataset, method="tail"))
+    ess = np.minimum(bulk, tail)
     min_ess = float(np.nanmin(ess)) if np.isfinite(ess).any() else float("nan")
     messages = []
     max_rhat = float("nan")
@@ -186,11 +200,16 @@ def check_draws(arrays: Mapping[str, np.ndarray], divergences: int) -> Convergen
                 f"R-hat above {RHAT_MAX} (or undefined) for {int(high.sum())} quantities "
                 f"(max {max_rhat:.3f})"
             )
-    if low_ess.any():
-        messages.append(
-            f"bulk or tail ESS below {ESS_MIN:g} (or undefined) for {int(low_ess.sum())} "
-            f"quantities (min {min_ess:.0f})"
-        )
+    else:
+        messages.append("R-hat undefined with one chain (needs >= 2)")
+    for name, values in (("bulk", bulk), ("tail", tail)):
+        low = ~(values >= ESS_MIN)  # NaN (draws that never moved) fails too
+        if low.any():
+            least = float(np.nanmin(values)) if np.isfinite(values).any() else float("nan")
+            messages.append(
+                f"{name} ESS below {ESS_MIN:g} (or undefined) for {int(low.sum())} "
+                f"quantities (min {least:.0f})"
+            )
     if divergences:
         messages.append(f"{divergences} divergent transitions")
     return Convergence(

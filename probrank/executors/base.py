@@ -152,6 +152,10 @@ class ExecutorSettings:
             raise InputDataError(f"ray address must be a non-empty string, got {self.address!r}")
         if self.address is not None and self.kind is not ExecutorKind.RAY:
             raise InputDataError("a Ray address is given but the executor is 'local'")
+        if self.address is not None:
+            from probrank.executors.ray_address import parse_address
+
+            parse_address(self.address)  # its form; the port is probed when Ray joins
         if isinstance(self.max_retries, bool) or self.max_retries < 0:
             raise InputDataError(f"max_retries must be >= 0, got {self.max_retries!r}")
         if self.num_cpus is not None and (isinstance(self.num_cpus, bool) or self.num_cpus < 1):

@@ -14,6 +14,7 @@ from typing import Any
 
 from probrank._extras import require
 from probrank.exceptions import InputDataError
+from probrank.executors.ray_address import probe_address
 
 __all__ = ["cluster_gpus", "import_ray", "ray_session"]
 
@@ -37,7 +38,9 @@ def ray_session(address: str | None = None, *, num_cpus: int | None = None) -> I
     A Ray instance this process already started (``ray.init`` in a notebook, a test fixture) is
     used as it is and left running. Otherwise ``address`` None starts a local instance (no
     dashboard, ``num_cpus`` CPUs or all), ``"auto"`` joins the running cluster of this machine
-    and ``"host:port"`` / ``"ray://host:port"`` a given one; what the block connected to is
+    and ``"host:port"`` / ``"ray://host:port"`` a given one (its port probed first, with the
+    timeout of :func:`probrank.executors.ray_address.connect_timeout`: nothing listening is an
+    error, not a hang); what the block connected to is
     disconnected (a local instance shut down) when it ends. Worker output is not forwarded:
     a task's error comes back as the exception of its result.
 
@@ -67,6 +70,7 @@ def ray_session(address: str | None = None, *, num_cpus: int | None = None) -> I
     else:
         options["address"] = address
     where = "start a local Ray instance" if address is None else f"join the Ray cluster {address!r}"
+    probe_address(address)  # nothing listening: one line after a timeout, not a hang
     try:
         ray.init(**options)
     except Exception as error:  # ConnectionError, RuntimeError, ValueError: one line

@@ -10,6 +10,7 @@ the cache lacks, so an interrupted job resumes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
@@ -88,30 +89,50 @@ def encode_command(
     executor: str = "local",
     ray_address: str | None = None,
     workers: int | None = None,
-    threads_per_worker: int = 1,
+    threads_per_worker: int | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Encode a collection into the cache (see the module doc); returns the report as JSON data.
 
     A relative ``cache_dir`` is resolved against the project root of the working folder (the
     folder with ``pyproject.toml`` or ``.git``; else the working folder itself), as the
-    experiment configs resolve theirs, so both fill the same cache.
+    experiment configs resolve theirs, so both fill the same cache. Every option is checked
+    before the collection is read or the model loaded: ``cache_dir`` must name a folder (``""``,
+    "no cache" in the configs, is refused: this command fills a cache), ``workers`` and
+    ``threads_per_worker`` need the Ray executor, and ``max_length`` must fit the model's
+    positions (its ``config.json`` is read first: :mod:`probrank.encoders.model_folder`).
     """
     from probrank._options import parse_enum
-    from probrank.encoders.cache import project_root
+    from probrank.encoders.model_folder import check_model_folder
     from probrank.encoders.transformer import TransformerEncoder
     from probrank.executors import ExecutorKind, ExecutorSettings
     from probrank.executors.encoding import encode_collection
 
     kind = parse_enum(ExecutorKind, executor, "executor")
     settings = ExecutorSettings(kind=kind, address=ray_address)  # checked before reading
+    if settings.kind is ExecutorKind.LOCAL:
+        given = [
+            option
+            for option, value in (
+                ("--workers", workers),
+                ("--threads-per-worker", threads_per_worker),
+            )
+            if value is not None
+        ]
+        if given:
+            raise InputDataError(
+                f"{' and '.join(given)}: only with --executor ray (the executor is 'local': "
+                "this process encodes with --threads threads)"
+            )
+    folder = _cache_folder(cache_dir)
+    model_folder = _model_folder(model)
+    check_model_folder(model_folder, max_length=max_length, option="--max-length")
     if settings.kind is ExecutorKind.RAY:
+        from probrank.executors.ray_address import probe_address
         from probrank.executors.ray_cluster import import_ray
 
         import_ray("probrank encode --executor ray")
-    folder = Path(cache_dir).expanduser()
-    if not folder.is_absolute():
-        folder = (project_root(Path.cwd()) or Path.cwd()) / folder
+        probe_address(settings.address)  # before the collection is read
     texts = read_texts(
         paths,
         collection_format=collection_format,
@@ -121,7 +142,7 @@ def encode_command(
         progress=progress,
     )
     encoder = TransformerEncoder(
-        model,
+        model_folder,
         mode="bi",
         pooling=pooling,
         max_length=max_length,
@@ -134,7 +155,7 @@ def encode_command(
         texts,
         executor=settings,
         workers=workers,
-        threads_per_worker=threads_per_worker,
+        threads_per_worker=1 if threads_per_worker is None else threads_per_worker,
         progress=progress,
     )
     return {
@@ -151,3 +172,42 @@ def encode_command(
         "nodes": report.nodes,
         "summary": report.summary(),
     }
+
+
+def _cache_folder(cache_dir: str | os.PathLike[str]) -> Path:
+    """The absolute cache folder ``cache_dir`` names (see :func:`encode_command`).
+
+    Raises:
+        InputDataError: an empty name (in a config, ``""`` means no cache; this command fills
+            one, and it would otherwise be the working folder), or a file in its place.
+    """
+    from probrank._files import check_output_folder
+    from probrank.encoders.cache import project_root
+
+    if not str(os.fspath(cache_dir)).strip():
+        raise InputDataError(
+            "--cache-dir '': encode fills a cache, give its folder (in a config, cache_dir = "
+            "'' means no cache; there is nothing to encode into)"
+        )
+    folder = Path(cache_dir).expanduser()
+    if not folder.is_absolute():
+        folder = (project_root(Path.cwd()) or Path.cwd()) / folder
+    check_output_folder(folder, what="cache folder")
+    return folder
+
+
+def _model_folder(model: str | os.PathLike[str] | None) -> Path:
+    """The local model folder: ``model``, or the packaged all-MiniLM-L6-v2."""
+    from probrank.encoders.transformer import default_model_path
+
+    if model is not None:
+        if not str(os.fspath(model)).strip():
+            raise InputDataError("--model '': give a local model folder (or leave it out)")
+        return Path(model).expanduser()
+    try:
+        return default_model_path()
+    except ImportError:
+        raise InputDataError(
+            "the default model is the packaged all-MiniLM-L6-v2: install it with "
+            "pip install 'probrank[minilm]', or pass --model <folder>"
+        ) from None

@@ -3,17 +3,18 @@
 A helper of :mod:`probrank.cli` (not a protocol: it reads files, calls the fusion verbs and the
 QLFusion model's cross-fitting, writes one run). Unsupervised methods
 (:class:`~probrank.fusion.FusionMethod`, except those that need weights) fuse every
-topic directly. The learned methods (:class:`~probrank.models.qlfusion.variants.LearnedFusion`:
+topic directly. The learned methods (:class:`~probrank.models.qlfusion.LearnedFusion`:
 ``qlfusion``, the paper's, and ``qlfusion_plus``, the extension with judgement-free list
-descriptors) cross-fit over ``folds`` folds of topics
-(:mod:`probrank.models.qlfusion.cross_fit`) with the settings of ``models/qlfusion/*.toml`` and
-fuse each topic with the quantifiers of the fold that held it out; they need judgements to
+descriptors) build a :class:`~probrank.models.qlfusion.QLFusion` (default settings: those of
+``models/qlfusion/*.toml``), cross-fit it over ``folds`` folds of topics
+(:meth:`~probrank.models.qlfusion.QLFusion.cross_fit`) and fuse each topic with the
+quantifiers of the fold that held it out; they need judgements to
 train, so topics absent from the qrels are left out of their output. The fusion methods
 trained on judgements (:class:`~probrank.fusion.LearnedMethod`: ProbFuse, SegFuse, SlideFuse,
 PosFuse, BayesFuse, MAPFuse, and ``wsum``, ``wmnz``, ``wrrf`` whose weights are searched by
 ``optimiser`` within ``budget`` evaluations) are cross-validated over the same folds
-(:func:`~probrank.fusion.cross_validate`), with the same rule for topics. :func:`fuse_methods`
-is the one list of ``--method`` choices.
+(:func:`~probrank.fusion.cross_validated_fusion`), with the same rule for topics.
+:func:`fuse_methods` is the one list of ``--method`` choices.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from probrank._files import check_output_path
@@ -31,19 +33,12 @@ from probrank.data.trec import Qrels, Run
 from probrank.evaluation.measures import evaluate
 from probrank.evaluation.selection import top_runs as select_top_runs
 from probrank.exceptions import InputDataError
-from probrank.fusion.crossval import cross_validate
+from probrank.fusion.crossval import cross_validated_fusion
 from probrank.fusion.fuse import NEEDS_WEIGHTS, FusionMethod, fuse
 from probrank.fusion.learned import FuserOptions, LearnedMethod, make_fuser
 from probrank.fusion.normalize import ScoreOverflowError, normalize_lists, top_documents
 from probrank.fusion.optimize import DEFAULT_BUDGET, Optimiser
-from probrank.models.qlfusion.cross_fit import cross_validated_weights, prepare_cv
-from probrank.models.qlfusion.variants import (
-    DEFAULT_SETTINGS,
-    VARIANTS,
-    Inputs,
-    LearnedFusion,
-    QuantifierSettings,
-)
+from probrank.models.qlfusion import VARIANTS, Inputs, LearnedFusion, QLFusion, QLFusionSettings
 
 __all__ = ["FUSED_MEASURES", "fuse_command", "fuse_methods"]
 
@@ -65,7 +60,7 @@ learned methods also describe each list by its min-max scores)."""
 def fuse_methods() -> tuple[str, ...]:
     """The ``--method`` choices: every :class:`~probrank.fusion.FusionMethod` that runs without
     weights (not in :data:`~probrank.fusion.fuse.NEEDS_WEIGHTS`), then every
-    :class:`~probrank.models.qlfusion.variants.LearnedFusion`, then every
+    :class:`~probrank.models.qlfusion.LearnedFusion`, then every
     :class:`~probrank.fusion.LearnedMethod`."""
     unsupervised = [m.value for m in FusionMethod if m not in NEEDS_WEIGHTS]
     return (*unsupervised, *(m.value for m in LearnedFusion), *(m.value for m in LearnedMethod))
@@ -83,7 +78,7 @@ def fuse_command(
     seed: int = 0,
     output: str | os.PathLike[str],
     progress: bool = True,
-    settings: QuantifierSettings | None = None,
+    settings: QLFusionSettings | None = None,
     on_duplicate: str = "error",
     optimiser: str = Optimiser.BOTORCH.value,
     budget: int = DEFAULT_BUDGET,
@@ -103,9 +98,10 @@ def fuse_command(
         seed: Seeds learned methods.
         output: Path of the fused run.
         progress: Show progress bars while training.
-        settings: Quantifier training settings; default
-            :data:`~probrank.models.qlfusion.variants.DEFAULT_SETTINGS`, the settings of
-            ``models/qlfusion/*.toml`` (a test keeps them equal).
+        settings: The QLFusion settings of the learned methods (default
+            :class:`~probrank.models.qlfusion.QLFusionSettings`'s, the settings of
+            ``models/qlfusion/*.toml``; a test keeps them equal); ``depth``, ``seed`` and
+            ``progress`` are replaced by this function's arguments.
         on_duplicate: A document listed twice for a topic in a run file: ``"error"`` (the
             default: such a file is malformed), ``"max"`` (keep the higher score) or
             ``"first"``; see :meth:`probrank.data.Run.read`.
@@ -146,25 +142,13 @@ def fuse_command(
         if learned and VARIANTS[method].inputs is Inputs.PLUS:
             _check_float32(run, paths[run.name], depth)
     if learned:
-        plus = VARIANTS[method].inputs is Inputs.PLUS
-        data = prepare_cv(runs, qrels, folds=folds, depth=depth, fold_seed=seed, plus=plus)
-        with torch_threads(1):
-            weights, _ = cross_validated_weights(
-                data,
-                seed=seed,
-                settings=settings or DEFAULT_SETTINGS,
-                variants=[method],
-                progress=progress,
-            )
-        judged = [run.restrict(data.topics) for run in runs]  # topics without qrels are dropped
-        fused = fuse(
-            judged,
-            FusionMethod.WEIGHTED,
-            norm=norm,
-            depth=depth,
-            weights=weights[method],
-            name=method,
+        model = QLFusion(
+            replace(settings or QLFusionSettings(), depth=depth, seed=seed, progress=progress)
         )
+        with torch_threads(1):
+            cross_fit = model.cross_fit(runs, qrels, folds=folds, fold_seed=seed, variants=[method])
+        judged = [run.restrict(cross_fit.data.topics) for run in runs]  # qrels' topics only
+        fused = cross_fit.fuse(judged, method, norm=norm)
     elif trained:
         with (
             torch_threads(1),
@@ -174,7 +158,7 @@ def fuse_command(
             def advance(_fold: int) -> None:
                 bar.update(1)
 
-            fused = cross_validate(
+            fused = cross_validated_fusion(
                 runs,
                 qrels,
                 lambda: make_fuser(method, options),

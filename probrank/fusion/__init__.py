@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from probrank.fusion.bayesfuse import BayesFuse
 from probrank.fusion.comb import Weights, comb_max, comb_mnz, comb_sum
-from probrank.fusion.crossval import CrossValidatedFusion, cross_validate, topic_folds
+from probrank.fusion.crossval import CrossValidatedFusion, cross_validated_fusion
 from probrank.fusion.fuse import NEEDS_WEIGHTS, FusionMethod, fuse
 from probrank.fusion.learned import FuserOptions, LearnedMethod, make_fuser
 from probrank.fusion.mapfuse import MAPFuse
@@ -72,7 +72,7 @@ __all__ = [
     "comb_max",
     "comb_mnz",
     "comb_sum",
-    "cross_validate",
+    "cross_validated_fusion",
     "fit_score_mixture",
     "fit_score_mixtures",
     "fuse",
@@ -84,7 +84,6 @@ __all__ = [
     "optimise_weights",
     "reciprocal_ranks",
     "rrf",
-    "topic_folds",
     "weighted_rrf",
     "wmnz",
 ]

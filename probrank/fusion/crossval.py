@@ -1,9 +1,10 @@
 """Cross-validation of trained fusion over topics: every topic is fused by a model fitted
 without its judgements.
 
-The folds are those of QLFusion's cross-validation (a permutation of the topics drawn from
-``torch.Generator().manual_seed(seed)``, fold `f` = every ``folds``-th topic from position
-`f`), so the same seed splits the same topics in both.
+The folds follow the project's one rule (:func:`probrank.data.folds.split_folds`: a seeded
+permutation of the topics, fold `f` = every ``folds``-th topic from position `f`, each fold in
+topic order), so the same seed splits the same topics here, in QLFusion's cross-fitting and
+in the retrieval cascade; the loop is :func:`probrank.data.folds.cross_validate`.
 """
 
 from __future__ import annotations
@@ -11,33 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from probrank.data.folds import cross_validate, split_folds
 from probrank.data.trec import Qrels, Run
-from probrank.exceptions import InputDataError
 from probrank.fusion.comb import check_runs
 from probrank.fusion.trained import TrainedFusion, training_topics
 
-__all__ = ["CrossValidatedFusion", "cross_validate", "topic_folds"]
-
-
-def topic_folds(topics: Sequence[str], folds: int, seed: int = 0) -> list[list[str]]:
-    """Split ``topics`` into ``folds`` near-equal random folds (each in the input order).
-
-    Raises:
-        InputDataError: fewer than 2 folds, or fewer topics than folds.
-    """
-    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-        raise InputDataError(f"cross-validation needs at least 2 folds, got {folds!r}")
-    if len(topics) < folds:
-        raise InputDataError(f"{len(topics)} topics cannot fill {folds} folds")
-    import torch
-
-    order = torch.randperm(len(topics), generator=torch.Generator().manual_seed(seed)).tolist()
-    return [[topics[i] for i in sorted(order[f::folds])] for f in range(folds)]
+__all__ = ["CrossValidatedFusion", "cross_validated_fusion"]
 
 
 @dataclass(frozen=True)
 class CrossValidatedFusion:
-    """The outcome of :func:`cross_validate`.
+    """The outcome of :func:`cross_validated_fusion`.
 
     Attributes:
         fused: Every judged topic the runs retrieved, fused by the model of its fold.
@@ -50,7 +35,7 @@ class CrossValidatedFusion:
     models: list[TrainedFusion]
 
 
-def cross_validate(
+def cross_validated_fusion(
     runs: Sequence[Run],
     qrels: Qrels,
     make: Callable[[], TrainedFusion],
@@ -66,7 +51,7 @@ def cross_validate(
         runs: The runs (distinct names); not modified.
         qrels: Judgements. Topics are those of :func:`~probrank.fusion.trained.training_topics`.
         make: Builds an unfitted model (called once per fold).
-        folds: Number of folds.
+        folds: Number of folds (at least 2).
         seed: Seeds the split.
         name: The fused run's name.
         progress: Called with the fold index after each fold.
@@ -76,18 +61,20 @@ def cross_validate(
     """
     check_runs(runs)
     topics = training_topics(runs, qrels)
-    split = topic_folds(topics, folds, seed)
+    split = split_folds(topics, folds, seed=seed)
     judged = qrels.as_dict()
+
+    def fit(train: list[str], _fold: int) -> TrainedFusion:
+        return make().fit(runs, Qrels({q: judged[q] for q in train}, name=qrels.name))
+
+    def predict(model: TrainedFusion, test: list[str]) -> Run:
+        return model.fuse([run.restrict(test) for run in runs], name=name)
+
+    result = cross_validate(split, fit, predict, keys=topics, progress=progress)
     fused: dict[str, dict[str, float]] = {}
-    models = []
-    for index, test in enumerate(split):
-        held_out = set(test)
-        train = Qrels({q: judged[q] for q in topics if q not in held_out}, name=qrels.name)
-        model = make().fit(runs, train)
-        part = model.fuse([run.restrict(test) for run in runs], name=name)
-        fused.update(part.as_dict())
-        models.append(model)
-        if progress is not None:
-            progress(index)
+    for part in result.predictions:
+        if part is not None:
+            fused.update(part.as_dict())
     ordered = {q: fused[q] for q in topics if q in fused}
+    models = [m for m in result.models if m is not None]
     return CrossValidatedFusion(Run(ordered, name=name), split, models)

@@ -27,13 +27,14 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
 
-from probrank._files import write_atomically, write_text_atomically
+from probrank._files import check_output_folder, write_atomically, write_text_atomically
 from probrank.exceptions import InputDataError
+from probrank.models._manifest import check_manifest, parse_manifest, read_settings
 
 __all__ = ["FORMAT_VERSION", "MANIFEST_NAME", "Manifest", "load_model", "save_model"]
 
@@ -44,6 +45,7 @@ MANIFEST_NAME = "manifest.json"
 """File name of the manifest inside a saved model's folder."""
 
 _SUFFIX = ".safetensors"
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class Manifest:
         encoder: The encoder's id, revision and options, or None (no encoder).
         state: Fitted non-tensor state, as JSON.
         weights: ``{group: {"file", "sha256", "tensors": {name: {"shape", "dtype"}}}}``.
+        file: The ``manifest.json`` it was read from (None: not read from a file).
     """
 
     model_class: str
@@ -65,6 +68,12 @@ class Manifest:
     encoder: dict[str, Any] | None
     state: dict[str, Any]
     weights: dict[str, dict[str, Any]]
+    file: Path | None = None
+
+    def read_settings(self, build: Callable[[dict[str, Any]], S]) -> S:
+        """The settings built by ``build`` (the settings class's reader); its errors name
+        the manifest file and ``settings`` (:func:`probrank.models._manifest.read_settings`)."""
+        return read_settings(build, self.settings, self.file or Path(MANIFEST_NAME))
 
 
 def _version() -> str:
@@ -104,11 +113,10 @@ def save_model(
         The folder.
 
     Raises:
-        InputDataError: ``path`` is a file, or a group name is not a plain file name.
+        InputDataError: an empty ``path`` (never the working folder by accident), ``path`` is
+            a file, or a group name is not a plain file name.
     """
-    folder = Path(path)
-    if folder.exists() and not folder.is_dir():
-        raise InputDataError("cannot save a model here: the path is a file", path=folder)
+    folder = check_output_folder(path, what="model folder")
     folder.mkdir(parents=True, exist_ok=True)
     weights: dict[str, dict[str, Any]] = {}
     for group, named in tensors.items():
@@ -160,9 +168,10 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
     if not file.is_file():
         raise InputDataError(f"not a saved probrank model: no {MANIFEST_NAME}", path=folder)
     try:
-        manifest = json.loads(file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
         raise InputDataError(f"damaged manifest ({exc})", path=file) from None
+    manifest = parse_manifest(text, file)
     if not isinstance(manifest, dict):
         raise InputDataError("damaged manifest: not a JSON object", path=file)
     return manifest
@@ -246,9 +255,8 @@ def load_model(
     folder = Path(path)
     manifest = _read_manifest(folder)
     _check_header(manifest, folder / MANIFEST_NAME, model_class)
+    manifest = check_manifest(manifest, folder / MANIFEST_NAME)  # every level, typed
     weights = manifest["weights"]
-    if not isinstance(weights, dict):
-        raise InputDataError("damaged manifest: 'weights' is not an object", path=folder)
     tensors = {group: _load_group(folder, group, entry) for group, entry in weights.items()}
     return (
         Manifest(
@@ -258,6 +266,7 @@ def load_model(
             encoder=manifest["encoder"],
             state=dict(manifest["state"]),
             weights=weights,
+            file=folder / MANIFEST_NAME,
         ),
         tensors,
     )

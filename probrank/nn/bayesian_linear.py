@@ -40,6 +40,19 @@ that guide was fitted; :attr:`BayesianLinear.guide_fitted` tells (a layer fitted
 ``AutoNormal`` over the whole model keeps them at their initial values, and
 :func:`probrank.diagnostics.summarize` then asks for that guide instead).
 
+**Inside a** ``pyro.plate``. The weight and bias are global: one draw serves every example.
+The layer may be called inside data plates (``with pyro.plate("lists", n): y = layer(x)``):
+it samples its ``weight`` and ``bias`` sites outside every active plate, so they are neither
+broadcast over the plate (which made the weight `n x o x d`) nor scaled by subsampling, and
+autoguides see them as global sites, exactly as if the layer had been called before the
+plate. Pyro's vectorising plates (``vectorize_particles=True``, ``Predictive(parallel=True)``)
+are kept: there the weight differs per particle, as it would outside any data plate.
+
+**dtype.** Parameters are created in ``dtype`` (default ``torch.get_default_dtype()``); the
+default N(0, 1) priors follow the layer's dtype (also after ``.double()``). Inputs of any
+floating dtype are accepted: the weight and bias are cast to the input's dtype, so the
+output has the input's dtype (float64 inputs work without ``.double()``).
+
 Ensembles: with ``batch_shape=(M,)`` the layer holds ``M`` independent weight matrices,
 ``M x out x in``, for inputs `M x n x in`; independent members trained on a summed loss get
 exactly the gradients they would get alone.
@@ -47,7 +60,8 @@ exactly the gradients they would get alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from enum import Enum
 
 import pyro
@@ -57,6 +71,8 @@ from pyro.distributions import constraints
 from pyro.distributions.torch_distribution import TorchDistributionMixin as TorchDistribution
 from pyro.nn import PyroModule, PyroParam, PyroSample
 from pyro.nn.module import pyro_method
+from pyro.poutine import runtime
+from pyro.poutine.indep_messenger import IndepMessenger
 from torch import Tensor
 
 from probrank._options import parse_enum
@@ -77,6 +93,41 @@ class Estimator(str, Enum):
     """Per-example Gaussian pre-activations (Kingma et al. 2015)."""
     REPARAM = "reparam"
     """The guide's weight draw for every example (plain reparameterisation)."""
+
+
+def _standard_normal(module: PyroModule) -> TorchDistribution:
+    """N(0, 1) in the dtype of the layer's parameters (follows ``.double()``); reads the raw
+    parameter, so the model trace gains no ``param`` site."""
+    loc = module._parameters["weight_loc_unconstrained"]
+    if loc is None:  # pragma: no cover - created in __init__
+        raise InputDataError("the layer has no weight_loc parameter")
+    return dist.Normal(torch.zeros((), dtype=loc.dtype, device=loc.device), 1.0)
+
+
+_VECTORISING_PLATES = frozenset({"num_particles_vectorized", "_num_predictive_samples"})
+"""Pyro's plates that vectorise over particles or predictive draws (one weight each)."""
+
+
+@contextmanager
+def _outside_plates() -> Iterator[None]:
+    """Hide the active data plates (``pyro.plate``) while the layer samples its global sites.
+
+    Pyro's vectorising plates (particles, parallel predictive draws) stay: there the weight
+    is meant to differ per particle, as it would outside any data plate.
+    """
+    stack = runtime._PYRO_STACK
+    hidden = [
+        (i, m)
+        for i, m in enumerate(stack)
+        if isinstance(m, IndepMessenger) and getattr(m, "name", None) not in _VECTORISING_PLATES
+    ]
+    for index, _ in reversed(hidden):
+        del stack[index]
+    try:
+        yield
+    finally:
+        for index, messenger in hidden:
+            stack.insert(index, messenger)
 
 
 def _as_prior(prior: Prior, shape: torch.Size) -> Callable[[PyroModule], TorchDistribution]:
@@ -115,9 +166,13 @@ class BayesianLinear(PyroModule):
         batch_shape: Leading shape of independent ensemble members (``()`` for one layer).
         init_scale: Initial standard deviation of the mean-field guide.
         seed: Seed of the guide's initial means (drawn as PyTorch's ``nn.Linear`` does).
+        dtype: dtype of the guide parameters (and of the default priors); default
+            ``torch.get_default_dtype()``.
 
     Inputs to :meth:`forward` are `*batch_shape x ... x d`; outputs `*batch_shape x ... x o`
-    (with ``batch_shape=()``, any leading dims).
+    (with ``batch_shape=()``, any leading dims) in the input's dtype. The layer may be called
+    inside ``pyro.plate`` contexts: its weight and bias are sampled outside them (see the
+    module docstring).
     """
 
     # PyroSample / PyroParam attributes read back as tensors.
@@ -140,6 +195,7 @@ class BayesianLinear(PyroModule):
         batch_shape: Sequence[int] = (),
         init_scale: float = 1e-2,
         seed: int | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         if in_features < 1 or out_features < 1:
@@ -154,25 +210,28 @@ class BayesianLinear(PyroModule):
         self.batch_shape = torch.Size(batch_shape)
         weight_shape = torch.Size((*self.batch_shape, out_features, in_features))
         bias_shape = torch.Size((*self.batch_shape, out_features))
+        dtype = dtype if dtype is not None else torch.get_default_dtype()
+        if not dtype.is_floating_point:
+            raise InputDataError(f"dtype must be a floating dtype, got {dtype}")
         if weight_prior is None:
-            weight_prior = dist.Normal(0.0, 1.0)
+            weight_prior = _standard_normal
         if bias_prior is None:
-            bias_prior = dist.Normal(0.0, 1.0)
+            bias_prior = _standard_normal
         self.weight = PyroSample(_as_prior(weight_prior, weight_shape))  # type: ignore[assignment]
         self.has_bias = bias
         if bias:
             self.bias = PyroSample(_as_prior(bias_prior, bias_shape))  # type: ignore[assignment]
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
         bound = in_features**-0.5
-        loc = (torch.rand(weight_shape, generator=generator) * 2 - 1) * bound
+        loc = (torch.rand(weight_shape, generator=generator, dtype=dtype) * 2 - 1) * bound
         self.weight_loc = PyroParam(loc)  # type: ignore[assignment]
         self.weight_scale = PyroParam(  # type: ignore[assignment]
-            torch.full(weight_shape, init_scale), constraint=constraints.positive
+            torch.full(weight_shape, init_scale, dtype=dtype), constraint=constraints.positive
         )
         if bias:
-            self.bias_loc = PyroParam(torch.zeros(bias_shape))  # type: ignore[assignment]
+            self.bias_loc = PyroParam(torch.zeros(bias_shape, dtype=dtype))  # type: ignore[assignment]
             self.bias_scale = PyroParam(  # type: ignore[assignment]
-                torch.full(bias_shape, init_scale), constraint=constraints.positive
+                torch.full(bias_shape, init_scale, dtype=dtype), constraint=constraints.positive
             )
         self._guide_draw: Tensor | None = None
         self._initial_guide = self._guide_state()
@@ -269,6 +328,9 @@ class BayesianLinear(PyroModule):
                 f"{tuple(x.shape)}"
             )
         weight, bias = self.sample(num_samples, seed)
+        if x.is_floating_point():
+            weight = weight.to(x.dtype)
+            bias = bias.to(x.dtype) if bias is not None else None
         middle = x.shape[batch:-1]  # the "..." dims
         rows = x.reshape(*self.batch_shape, -1, self.in_features)  # `*batch x N x d`
         if batch:
@@ -289,31 +351,39 @@ class BayesianLinear(PyroModule):
         """Apply the layer.
 
         Args:
-            x: `*batch_shape x ... x d` inputs.
+            x: `*batch_shape x ... x d` inputs of any floating dtype (also inside
+                ``pyro.plate`` contexts: the weight and bias are sampled outside them).
 
         Returns:
-            `*batch_shape x ... x o` outputs.
+            `*batch_shape x ... x o` outputs in ``x``'s dtype.
+
+        Raises:
+            InputDataError: inputs of another width or a non-floating dtype.
         """
         if x.shape[-1] != self.in_features:
             raise InputDataError(f"expected {self.in_features} input features, got {x.shape[-1]}")
-        weight = self.weight
+        if not x.is_floating_point():
+            raise InputDataError(f"BayesianLinear needs floating-point inputs, got {x.dtype}")
+        with _outside_plates():
+            weight = self.weight
+            bias = self.bias if self.has_bias else None
         draw, self._guide_draw = self._guide_draw, None
         use_estimator = self.training and self.estimator is not Estimator.REPARAM and weight is draw
         if not use_estimator:
-            out = self._matmul(x, weight)
+            out = self._matmul(x, weight.to(x.dtype))
         elif self.estimator is Estimator.FLIPOUT:
-            loc = self.weight_loc
+            loc = self.weight_loc.to(x.dtype)
             mean = self._matmul(x, loc)
             sign_in = _random_signs(x.shape, x)
             sign_out = _random_signs(mean.shape, x)
-            out = mean + self._matmul(x * sign_in, weight - loc) * sign_out
+            out = mean + self._matmul(x * sign_in, weight.to(x.dtype) - loc) * sign_out
         else:
-            loc, scale = self.weight_loc, self.weight_scale
+            loc, scale = self.weight_loc.to(x.dtype), self.weight_scale.to(x.dtype)
             mean = self._matmul(x, loc)
             var = self._matmul(x.square(), scale.square())
             out = mean + var.clamp_min(1e-30).sqrt() * torch.randn_like(mean)
-        if self.has_bias:
-            bias = self.bias
+        if bias is not None:
+            bias = bias.to(x.dtype)
             for _ in range(x.dim() - len(self.batch_shape) - 1 if self.batch_shape else 0):
                 bias = bias.unsqueeze(-2)
             out = out + bias

@@ -1,15 +1,31 @@
-"""probrank.posteriors: posteriors over a question's candidate utilities, and BoTorch adapters.
+"""probrank.posteriors: the one candidate posterior, and its BoTorch edge.
 
-Every posterior here (:class:`BradleyTerryLaplace`, :class:`LastLayerLaplacePosterior`,
-:class:`MCDropoutPosterior`, :class:`SWAGUtilityPosterior`, :class:`EnsemblePosterior`,
-:class:`GPPLPosterior`) is a :class:`PreferenceModel` (``posterior()`` over the question's `n`
-candidates, ``update(winner, loser)``; :mod:`probrank.posteriors.protocol`) and offers
+Every candidate model in probrank is a :class:`CandidateSetPosterior`
+(:mod:`probrank.posteriors.base`): a joint Gaussian over one question's `n` candidates
+(``posterior()``; ``posterior_at(X)`` at any `batch_shape x q x d` points) that conditions on
+judgements (``update(winner, loser)``, ``conditioned(X, comparisons)``) and offers
 ``botorch_model()``: a :class:`PreferenceUtilityModel`, a BoTorch ``Model`` whose
-``posterior(X)`` is a ``GPyTorchPosterior`` with the full joint covariance and which
-conditions on judgements (``condition_on_observations(X, comparisons)``, ``fantasize(X,
-pairwise_sampler)``). :class:`UtilityModel` does the same (without conditioning) for any head
-with ``posterior(features)`` (:mod:`probrank.nn.heads`). Both take float32 or float64 ``X``
-(BoTorch's default) and answer in the dtype of ``X``.
+``posterior(X)`` is a ``GPyTorchPosterior`` with the full joint covariance and which conditions
+on judgements (``condition_on_observations(X, comparisons)``, ``fantasize(X,
+pairwise_sampler)``). The implementations:
+
+* closed-form Laplace (:mod:`probrank.posteriors.newton`, one Newton solver shared by all):
+  :class:`BradleyTerryLaplace` (kernel prior over the candidates),
+  :class:`LastLayerLaplacePosterior` (the Siamese network's last layer) and
+  :class:`HeadLaplacePosterior` (any relevance head of :mod:`probrank.nn.heads`: the RFF GP
+  heads, MC dropout, the ensemble, the deterministic head; also conditions on 0/1 relevance
+  labels; :meth:`probrank.models.GPFRanker.botorch_model`);
+* updated by SGD: :class:`MCDropoutPosterior`, :class:`SWAGUtilityPosterior`,
+  :class:`EnsemblePosterior`;
+* :class:`GPPLPosterior` (BoTorch's ``PairwiseGP`` with a prior mean).
+
+:class:`PreferenceModel` (``posterior()`` + ``update``: what an interactive session drives) and
+:class:`ConditionablePosterior` (``posterior_at`` + ``conditioned``: what the BoTorch adapter
+needs) are the structural parts of :class:`CandidateSetPosterior`, so a user's own model with
+those methods plugs in. :class:`UtilityModel` adapts a head's ``posterior(features)``
+(:class:`HeadPosterior`) directly, keeping its lazy covariance, and hands conditioning over to
+:class:`HeadLaplacePosterior`. All take float32 or float64 ``X`` (BoTorch's default) and answer
+in the dtype of ``X``.
 
 BoTorch acquisition functions that work on these models (each is run, and checked against a
 closed form where one exists, by ``tests/posteriors/test_preference.py`` and
@@ -26,12 +42,15 @@ closed form where one exists, by ``tests/posteriors/test_preference.py`` and
   ``qKnowledgeGradient`` (``sampler=`` the pairwise sampler) and
   ``qNegIntegratedPosteriorVariance`` (likewise).
 
-The candidates are a finite set: optimise over them with ``optimize_acqf_discrete`` (or by
-evaluating every pair), not with the continuous ``optimize_acqf``;
+The candidates are a finite set: optimise over them with ``optimize_acqf_discrete`` (without
+re-asking a pair: :func:`probrank.acquisition.optimize_acqf_pairs` and
+:func:`probrank.acquisition.optimize_acqf_challenger`), not with the continuous
+``optimize_acqf``;
 :class:`BradleyTerryLaplace` accepts only its candidates' rows as points, the others also
 score (and condition on) new feature rows.
 """
 
+from probrank.posteriors.base import CandidateSetPosterior
 from probrank.posteriors.bradley_terry import BradleyTerryLaplace, Link, rbf_kernel
 from probrank.posteriors.candidate import (
     jittered_sample_mvn,
@@ -45,15 +64,16 @@ from probrank.posteriors.gppl import (
     cosine_prior_mean,
     laplace_log_evidence,
 )
+from probrank.posteriors.head import HeadLaplacePosterior
 from probrank.posteriors.laplace import LastLayerLaplacePosterior
-from probrank.posteriors.model import CandidatePosterior, UtilityModel
+from probrank.posteriors.model import CandidatePosterior, HeadPosterior, UtilityModel
 from probrank.posteriors.neural import (
-    CandidateSetPosterior,
     EnsemblePosterior,
     IncrementalUpdate,
     MCDropoutPosterior,
     dropout_passes,
 )
+from probrank.posteriors.newton import LaplaceFit, laplace_fit
 from probrank.posteriors.preference import (
     PreferenceUtilityModel,
     cast_mvn,
@@ -70,7 +90,10 @@ __all__ = [
     "ConditionablePosterior",
     "EnsemblePosterior",
     "GPPLPosterior",
+    "HeadLaplacePosterior",
+    "HeadPosterior",
     "IncrementalUpdate",
+    "LaplaceFit",
     "LastLayerLaplacePosterior",
     "Link",
     "MCDropoutPosterior",
@@ -84,6 +107,7 @@ __all__ = [
     "cosine_prior_mean",
     "dropout_passes",
     "jittered_sample_mvn",
+    "laplace_fit",
     "laplace_log_evidence",
     "low_rank_mvn",
     "match_rows",

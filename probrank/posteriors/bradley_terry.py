@@ -29,44 +29,19 @@ candidates.
 
 from __future__ import annotations
 
-import copy
-import math
-import warnings
-from enum import Enum
-
 import torch
 from gpytorch.distributions import MultivariateNormal
 from linear_operator.operators import DenseLinearOperator
 from torch import Tensor
 
 from probrank._options import parse_enum
-from probrank.exceptions import ConvergenceWarning, InputDataError
-from probrank.posteriors.indices import candidate_index, judgement
-from probrank.posteriors.preference import PreferenceUtilityModel, comparison_pairs, match_rows
+from probrank.exceptions import InputDataError
+from probrank.posteriors.base import CandidateSetPosterior
+from probrank.posteriors.indices import candidate_index
+from probrank.posteriors.newton import LaplaceFit, Link, difference_rows, laplace_fit
+from probrank.posteriors.preference import match_rows
 
 __all__ = ["BradleyTerryLaplace", "Link", "candidate_index", "rbf_kernel"]
-
-_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-class Link(str, Enum):
-    """The pairwise likelihood ``P(a preferred to b) = L((f_a - f_b) / s)``."""
-
-    LOGISTIC = "logistic"
-    """Bradley-Terry: ``L(z) = 1 / (1 + exp(-z))``."""
-    PROBIT = "probit"
-    """Thurstone: ``L(z) = Phi(z)``, the standard normal CDF."""
-
-
-def _log_likelihood_terms(z: Tensor, link: Link) -> tuple[Tensor, Tensor, Tensor]:
-    """``log L(z)``, its first derivative and the negated second derivative."""
-    if link is Link.LOGISTIC:
-        log_lik = torch.nn.functional.logsigmoid(z)
-        grad = torch.sigmoid(-z)
-        return log_lik, grad, torch.sigmoid(z) * grad
-    log_lik = torch.special.log_ndtr(z)
-    grad = torch.exp(-0.5 * z * z - _LOG_SQRT_2PI - log_lik)
-    return log_lik, grad, grad * (z + grad)
 
 
 def rbf_kernel(
@@ -106,10 +81,12 @@ def rbf_kernel(
     return kernel + jitter * torch.eye(x.shape[0], dtype=torch.float64)
 
 
-class BradleyTerryLaplace:
+class BradleyTerryLaplace(CandidateSetPosterior):
     """Pairwise-preference model with a Gaussian prior and a Laplace posterior.
 
-    Implements the :class:`~probrank.posteriors.protocol.PreferenceModel` protocol.
+    A :class:`~probrank.posteriors.base.CandidateSetPosterior` over its candidates only (a
+    point that is not a candidate's datapoint row is refused); the Newton solve is
+    :func:`~probrank.posteriors.newton.laplace_fit`.
 
     Args:
         prior_mean: `n` prior means ``m0``.
@@ -118,6 +95,8 @@ class BradleyTerryLaplace:
         link: ``"logistic"`` (Bradley-Terry) or ``"probit"``.
         max_iter: Newton iterations per update.
         tol: Stop when the largest change of ``f`` in a step is below ``tol``.
+        features: `n x d` rows that stand for the candidates in BoTorch (default: their
+            indices as an `n x 1` column).
 
     Raises:
         InputDataError: Shapes disagree, the covariance is not symmetric positive definite, or
@@ -133,6 +112,7 @@ class BradleyTerryLaplace:
         link: str | Link = Link.LOGISTIC,
         max_iter: int = 100,
         tol: float = 1e-10,
+        features: Tensor | None = None,
     ) -> None:
         mean = torch.as_tensor(prior_mean).detach().to("cpu", torch.float64).clone()
         cov = torch.as_tensor(prior_covariance).detach().to("cpu", torch.float64).clone()
@@ -153,16 +133,24 @@ class BradleyTerryLaplace:
             raise InputDataError(
                 f"need scale > 0, max_iter >= 1, tol > 0; got {scale}, {max_iter}, {tol}"
             )
+        rows = (
+            torch.arange(mean.shape[0], dtype=torch.float64).unsqueeze(-1)
+            if features is None
+            else features
+        )
+        super().__init__(rows, jitter=0.0)
+        if self.features.shape[0] != mean.shape[0]:
+            raise InputDataError(
+                f"features have {self.features.shape[0]} rows for {mean.shape[0]} candidates"
+            )
         self.prior_mean = mean
         self.prior_covariance = 0.5 * (cov + cov.T)
         self.scale = float(scale)
         self.link = parse_enum(Link, link, "link")
         self.max_iter = int(max_iter)
         self.tol = float(tol)
-        self._comparisons: list[tuple[int, int]] = []
-        self._mode = mean.clone()
-        self._covariance = self.prior_covariance.clone()
-        self._features: Tensor | None = None
+        self._fit = self._laplace()
+        self._covariance = self._fit.covariance()
 
     @classmethod
     def from_features(
@@ -178,7 +166,7 @@ class BradleyTerryLaplace:
         """Prior covariance from an RBF kernel over candidate features (:func:`rbf_kernel`).
 
         Args:
-            features: `n x d` candidate features.
+            features: `n x d` candidate features (also the model's BoTorch datapoints).
             prior_mean: `n` prior means (default zeros).
             lengthscale: Kernel lengthscale (default: median pairwise distance).
             outputscale: Prior variance of each utility.
@@ -191,50 +179,13 @@ class BradleyTerryLaplace:
         mean = (
             torch.zeros(kernel.shape[0], dtype=torch.float64) if prior_mean is None else prior_mean
         )
-        model = cls(mean, kernel, **kwargs)  # type: ignore[arg-type]
-        model._features = features.detach().to("cpu", torch.float64).clone()
-        return model
-
-    @property
-    def num_candidates(self) -> int:
-        return int(self.prior_mean.shape[0])
-
-    @property
-    def comparisons(self) -> list[tuple[int, int]]:
-        """The ``(winner, loser)`` judgements conditioned on so far (a copy)."""
-        return list(self._comparisons)
+        return cls(mean, kernel, features=features, **kwargs)  # type: ignore[arg-type]
 
     def posterior(self) -> MultivariateNormal:
         """The Laplace posterior: mean = MAP `n`, covariance `n x n` (float64, copies)."""
-        return MultivariateNormal(self._mode.clone(), DenseLinearOperator(self._covariance.clone()))
-
-    def update(self, winner: int, loser: int) -> None:
-        """Add the judgement "``winner`` preferred to ``loser``" and recompute the posterior.
-
-        Raises:
-            InputDataError: Indices out of range or equal.
-        """
-        self.update_many([(winner, loser)])
-
-    def update_many(self, judgements: list[tuple[int, int]]) -> None:
-        """Add several ``(winner, loser)`` judgements and recompute the posterior once (the
-        same posterior as adding them one by one).
-
-        Raises:
-            InputDataError: Indices out of range or equal.
-        """
-        checked = [judgement(w, ell, self.num_candidates) for w, ell in judgements]
-        if checked:
-            self._comparisons.extend(checked)
-            self._mode, self._covariance = self._laplace()
-
-    @property
-    def datapoints(self) -> Tensor:
-        """`n x d` rows that stand for the candidates in BoTorch: the features given to
-        :meth:`from_features`, else the indices as an `n x 1` column (float64)."""
-        if self._features is not None:
-            return self._features
-        return torch.arange(self.num_candidates, dtype=torch.float64).unsqueeze(-1)
+        return MultivariateNormal(
+            self._fit.mode.clone(), DenseLinearOperator(self._covariance.clone())
+        )
 
     def _indices(self, X: Tensor) -> Tensor:
         index = match_rows(self.datapoints, X)
@@ -261,35 +212,17 @@ class BradleyTerryLaplace:
             raise InputDataError(f"X must be batch_shape x q x d, got {tuple(X.shape)}")
         index = self._indices(X)
         covariance = self._covariance[index.unsqueeze(-1), index.unsqueeze(-2)]
-        return MultivariateNormal(self._mode[index], DenseLinearOperator(covariance))
+        return MultivariateNormal(self._fit.mode[index], DenseLinearOperator(covariance))
 
-    def conditioned(self, X: Tensor, comparisons: Tensor) -> BradleyTerryLaplace:
-        """A copy updated with ``comparisons`` between the candidates at the points ``X``.
+    def _extend(self, rows: Tensor) -> None:
+        raise InputDataError(
+            "BradleyTerryLaplace knows only its candidates: every point must be a row of "
+            "its datapoints (the candidates' features, or their indices as `n x 1` rows)"
+        )
 
-        Args:
-            X: `n' x d` rows of :attr:`datapoints`.
-            comparisons: `m x 2` integer ``(winner, loser)`` rows indexing ``X``; a point
-                compared with itself is skipped.
-
-        Returns:
-            A new model (``self`` is unchanged).
-        """
-        if X.dim() != 2:
-            raise InputDataError(f"X must be n' x d, got {tuple(X.shape)}")
-        index = self._indices(X).tolist()
-        pairs = [(index[w], index[ell]) for w, ell in comparison_pairs(comparisons, len(index))]
-        model = copy.deepcopy(self)
-        model.update_many([(w, ell) for w, ell in pairs if w != ell])
-        return model
-
-    def botorch_model(self, noise_variance: float = 0.0) -> PreferenceUtilityModel:
-        """A BoTorch ``Model`` over the candidates (current state; see the module doc).
-
-        Args:
-            noise_variance: Judgement noise added to the utilities' variance when BoTorch
-                asks for observation noise (e.g. when fantasizing comparisons).
-        """
-        return PreferenceUtilityModel(self, self.datapoints, noise_variance=noise_variance)
+    def _condition(self, new: list[tuple[int, int]]) -> None:
+        self._fit = self._laplace()
+        self._covariance = self._fit.covariance()
 
     def predictive(
         self, prior_mean: Tensor, cross_covariance: Tensor, prior_covariance: Tensor
@@ -301,6 +234,7 @@ class BradleyTerryLaplace:
             mean_* = m_* + K_*n K^-1 (f_hat - m)
             cov_*  = K_** - K_*n K^-1 K_n* + K_*n K^-1 Sigma K^-1 K_n*
 
+        (computed without ``K^-1``: :meth:`~probrank.posteriors.newton.LaplaceFit.predictive`).
         At the candidates themselves (``K_*n = K``) this returns ``f_hat`` and ``Sigma``.
 
         Args:
@@ -313,90 +247,23 @@ class BradleyTerryLaplace:
         """
         m_new = prior_mean.to(torch.float64)
         cross = cross_covariance.to(torch.float64)
-        k_new = prior_covariance.to(torch.float64)
         if cross.shape[-1] != self.num_candidates or cross.shape[:-1] != m_new.shape:
             raise InputDataError(
                 f"cross_covariance must be {tuple(m_new.shape)} x {self.num_candidates}, got "
                 f"{tuple(cross.shape)}"
             )
-        chol = torch.linalg.cholesky(self.prior_covariance)
-        a = torch.cholesky_solve(cross.transpose(-1, -2), chol)  # K^-1 K_n*: n x q
-        mean = m_new + (a.transpose(-1, -2) @ (self._mode - self.prior_mean).unsqueeze(-1)).squeeze(
-            -1
+        return self._fit.predictive(m_new, cross, prior_covariance)
+
+    def _laplace(self) -> LaplaceFit:
+        rows = difference_rows(self._comparisons, self.num_candidates, self.scale)
+        return laplace_fit(
+            self.prior_mean,
+            self.prior_covariance,
+            rows,
+            self.link,
+            max_iter=self.max_iter,
+            tol=self.tol,
         )
-        covariance = k_new - cross @ a + a.transpose(-1, -2) @ self._covariance @ a
-        return mean, 0.5 * (covariance + covariance.transpose(-1, -2))
-
-    # -- internals ---------------------------------------------------------------------------
-
-    def _difference_matrix(self) -> Tensor:
-        c, n = len(self._comparisons), self.num_candidates
-        d = torch.zeros(c, n, dtype=torch.float64)
-        rows = torch.arange(c)
-        index = torch.tensor(self._comparisons, dtype=torch.long)
-        d[rows, index[:, 0]] = 1.0
-        d[rows, index[:, 1]] = -1.0
-        return d
-
-    def _log_posterior(self, a: Tensor, d: Tensor) -> tuple[Tensor, Tensor]:
-        centred = self.prior_covariance @ a
-        log_lik, _, _ = _log_likelihood_terms(
-            d @ (self.prior_mean + centred) / self.scale, self.link
-        )
-        return log_lik.sum() - 0.5 * a @ centred, centred
-
-    def _woodbury(self, d: Tensor, f: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Gradient of the log likelihood, ``S = Lambda^1/2`` and ``chol(I + S D K D^T S)``."""
-        z = d @ f / self.scale
-        _, grad, neg_hess = _log_likelihood_terms(z, self.link)
-        sqrt_lambda = neg_hess.clamp(min=0.0).sqrt() / self.scale
-        sdk = sqrt_lambda.unsqueeze(-1) * (d @ self.prior_covariance)
-        b = torch.eye(d.shape[0], dtype=torch.float64) + sdk @ (d.T * sqrt_lambda)
-        return d.T @ grad / self.scale, sqrt_lambda, torch.linalg.cholesky(b)
-
-    def _laplace(self) -> tuple[Tensor, Tensor]:
-        k, m = self.prior_covariance, self.prior_mean
-        d = self._difference_matrix()
-        a = torch.zeros_like(m)  # f = m + K a
-        objective, centred = self._log_posterior(a, d)
-        converged = False
-        for _ in range(self.max_iter):
-            f = m + centred
-            grad, sqrt_lambda, chol = self._woodbury(d, f)
-            # Newton target: f_new - m = (K^-1 + W)^-1 (W (f - m) + grad) = K a_new
-            w_centred = d.T @ (sqrt_lambda**2 * (d @ centred))
-            b = w_centred + grad
-            rhs = sqrt_lambda * (d @ (k @ b))
-            correction = torch.cholesky_solve(rhs.unsqueeze(-1), chol).squeeze(-1)
-            a_new = b - d.T @ (sqrt_lambda * correction)
-            step, moved = 1.0, False
-            for _ in range(40):  # damped Newton: halve the step until the objective increases
-                candidate = a + step * (a_new - a)
-                new_objective, new_centred = self._log_posterior(candidate, d)
-                if new_objective >= objective - 1e-12 * abs(float(objective)):
-                    moved = True
-                    break
-                step *= 0.5
-            if not moved:  # no ascent left at machine precision: we are at the mode
-                converged = True
-                break
-            change = float((new_centred - centred).abs().max())
-            a, objective, centred = candidate, new_objective, new_centred
-            if change < self.tol:
-                converged = True
-                break
-        if not converged:
-            warnings.warn(
-                f"Laplace Newton iterations did not converge in {self.max_iter} steps "
-                f"({len(self._comparisons)} judgements)",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-        mode = m + centred
-        _, sqrt_lambda, chol = self._woodbury(d, mode)
-        v = torch.linalg.solve_triangular(chol, sqrt_lambda.unsqueeze(-1) * (d @ k), upper=False)
-        covariance = k - v.T @ v
-        return mode, 0.5 * (covariance + covariance.T)
 
     def __repr__(self) -> str:
         return (

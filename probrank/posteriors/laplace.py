@@ -34,13 +34,14 @@ from probrank.posteriors.neural import (
     as_float64_copy,
     check_candidate_features,
 )
+from probrank.posteriors.preference import distinct_rows, identical_rows
 
 __all__ = ["LastLayerLaplacePosterior"]
 
 
 def _identical_rows(a: Tensor, b: Tensor) -> Tensor:
     """`... x p x q` 1.0 where row ``i`` of ``a`` equals row ``j`` of ``b`` exactly."""
-    return (a.unsqueeze(-2) == b.unsqueeze(-3)).all(-1).to(torch.float64)
+    return identical_rows(a, b).to(torch.float64)
 
 
 class LastLayerLaplacePosterior(CandidateSetPosterior):
@@ -88,8 +89,13 @@ class LastLayerLaplacePosterior(CandidateSetPosterior):
         self.laplace = BradleyTerryLaplace(mean, covariance, scale=scale, link=link)
 
     def _embed(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Utilities `...` and last hidden representations `... x h` of `... x d` rows (each
+        distinct row through the network once: BoTorch batches repeat the candidates)."""
+        rows, inverse = distinct_rows(x.reshape(-1, x.shape[-1]))
         with torch.no_grad():
-            return self.net(x), self.net.embed(x)
+            phi = self.net.embed(rows)
+            utility = self.net.output(phi).squeeze(-1)
+        return utility[inverse].reshape(x.shape[:-1]), phi[inverse].reshape(*x.shape[:-1], -1)
 
     def _kernel(self, a: Tensor, phi_a: Tensor, b: Tensor, phi_b: Tensor) -> Tensor:
         """``phi_a phi_b^T / lambda + (s_r^2 + jitter) [a_i == b_j]``."""
@@ -113,13 +119,20 @@ class LastLayerLaplacePosterior(CandidateSetPosterior):
             self._cached = self._output(point.mean[index], covariance)
         return self._cached
 
+    def _points_embedding(self) -> Tensor:
+        """`p x h` last hidden representations of the distinct points (cached)."""
+        cached = getattr(self, "_phi_points", None)
+        if cached is None or cached[0] is not self.points:
+            cached = (self.points, self._embed(self.points)[1])
+            self._phi_points = cached
+        return cached[1]
+
     def posterior_at(self, X: Tensor) -> MultivariateNormal:
         """The GP conditional at `batch_shape x q x d` features."""
         x = self._check_x(X, self.net.in_features)
-        prior_mean, prior_covariance = self._prior(x)
-        _, phi_x = self._embed(x)
-        _, phi_points = self._embed(self.points)
-        cross = self._kernel(x, phi_x, self.points, phi_points)
+        prior_mean, phi_x = self._embed(x)
+        prior_covariance = self._kernel(x, phi_x, x, phi_x)
+        cross = self._kernel(x, phi_x, self.points, self._points_embedding())
         mean, covariance = self.laplace.predictive(prior_mean, cross, prior_covariance)
         return self._output(mean, covariance)
 

@@ -1,4 +1,10 @@
-"""A BoTorch ``Model`` over candidate utilities backed by any probrank utility posterior.
+"""A BoTorch ``Model`` over candidate utilities backed by any head's ``posterior(features)``.
+
+:class:`UtilityModel` is the plain adapter of a posterior *function* (``features -> MVN``,
+e.g. a relevance head of :mod:`probrank.nn.heads`): its ``posterior(X)`` keeps the head's lazy
+covariance. ``condition_on_observations`` and ``fantasize`` hand over to the one candidate
+posterior, :class:`~probrank.posteriors.head.HeadLaplacePosterior` (the head's posterior as a
+prior, judgements and labels added in closed form), and return its BoTorch model.
 
 ``X`` may be float32 or float64 (BoTorch's default dtype): it is cast to the dtype of the
 source's parameters when the source is a module (a head in :mod:`probrank.nn.heads`, or a
@@ -20,16 +26,21 @@ from gpytorch.distributions import MultivariateNormal
 from torch import Tensor
 
 from probrank.exceptions import InputDataError
-from probrank.posteriors.preference import cast_mvn
+from probrank.posteriors.preference import PreferenceUtilityModel, cast_mvn
 
-__all__ = ["CandidatePosterior", "UtilityModel"]
+__all__ = ["CandidatePosterior", "HeadPosterior", "UtilityModel"]
 
 
-class CandidatePosterior(Protocol):
+class HeadPosterior(Protocol):
     """Anything with ``posterior(features)``: `batch_shape x q x d` -> MVN over `q` utilities
-    (every head in :mod:`probrank.nn.heads` qualifies)."""
+    (every head in :mod:`probrank.nn.heads` qualifies). Not a candidate posterior itself: it
+    becomes one as the prior of :class:`~probrank.posteriors.head.HeadLaplacePosterior`."""
 
     def posterior(self, features: Tensor) -> MultivariateNormal: ...
+
+
+CandidatePosterior = HeadPosterior
+"""The former name of :class:`HeadPosterior` (kept for older imports)."""
 
 
 def _module_dtype(source: object) -> torch.dtype | None:
@@ -59,7 +70,7 @@ class UtilityModel(Model):
 
     def __init__(
         self,
-        source: CandidatePosterior | Callable[[Tensor], MultivariateNormal],
+        source: HeadPosterior | Callable[[Tensor], MultivariateNormal],
         noise_variance: float = 0.0,
         datapoints: Tensor | None = None,
     ) -> None:
@@ -118,3 +129,43 @@ class UtilityModel(Model):
             )
         posterior = GPyTorchPosterior(cast_mvn(mvn, X.dtype))
         return posterior_transform(posterior) if posterior_transform is not None else posterior
+
+    def _inputs(self, X: Tensor) -> Tensor:
+        dtype = _module_dtype(self._source[0])
+        return X if dtype is None else X.to(dtype)
+
+    def candidate_posterior(self, width: int) -> PreferenceUtilityModel:
+        """The :class:`~probrank.posteriors.head.HeadLaplacePosterior` of this source (no
+        candidates yet) as a BoTorch model that conditions on judgements and labels.
+
+        Args:
+            width: The feature width ``d``.
+        """
+        from probrank.posteriors.head import HeadLaplacePosterior
+
+        def prior(x: Tensor) -> MultivariateNormal:
+            return self._posterior_fn(self._inputs(x))
+
+        posterior = HeadLaplacePosterior(prior, torch.zeros(0, width), jitter=0.0)
+        return posterior.botorch_model(noise_variance=self.noise_variance)
+
+    def condition_on_observations(
+        self, X: Tensor, Y: Tensor, **kwargs: Any
+    ) -> PreferenceUtilityModel:
+        """The model after judgements or labels ``Y`` at the points ``X`` (closed form).
+
+        Args:
+            X: `batch_shape x n' x d` points.
+            Y: `batch_shape' x m x 2` integer ``(winner, loser)`` rows indexing the points, or
+                `batch_shape' x n' x 1` 0/1 relevance labels (see
+                :meth:`~probrank.posteriors.preference.PreferenceUtilityModel.condition_on_observations`).
+            **kwargs: Ignored.
+        """
+        return self.candidate_posterior(X.shape[-1]).condition_on_observations(X, Y)
+
+    def fantasize(
+        self, X: Tensor, sampler: Any, observation_noise: Any = None, **kwargs: Any
+    ) -> PreferenceUtilityModel:
+        """A `num_fantasies x batch_shape` model conditioned on comparisons drawn at ``X`` by a
+        pairwise sampler (``PairwiseSobolQMCNormalSampler``)."""
+        return self.candidate_posterior(X.shape[-1]).fantasize(X, sampler)

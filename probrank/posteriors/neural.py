@@ -1,7 +1,9 @@
 """Posteriors over one question's candidates from a warm-started Siamese utility network.
 
-Every class here holds the `n x d` features of one question's candidates and a private copy of
-the warm-start network(s) (the caller's networks are never modified), and offers:
+Every class here is a :class:`~probrank.posteriors.base.CandidateSetPosterior` (the one
+candidate posterior; re-exported here for older imports), holds the `n x d` features of one
+question's candidates and a private copy of the warm-start network(s) (the caller's networks
+are never modified), and offers:
 
 * ``posterior()``: the joint ``MultivariateNormal`` over the `n` utilities (mean `n`,
   covariance `n x n`), i.e. the :class:`~probrank.posteriors.protocol.PreferenceModel` protocol
@@ -28,7 +30,6 @@ judgements from the same warm start gives bit-identical networks (sessions can b
 from __future__ import annotations
 
 import copy
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -38,9 +39,8 @@ from torch import Tensor
 
 from probrank.exceptions import InputDataError
 from probrank.nn.siamese import PairFitOptions, SiameseUtilityNet, fit_pairs
+from probrank.posteriors.base import CandidateSetPosterior, check_candidate_features
 from probrank.posteriors.candidate import jittered_sample_mvn
-from probrank.posteriors.indices import judgement
-from probrank.posteriors.preference import PreferenceUtilityModel, comparison_pairs, match_rows
 
 __all__ = [
     "CandidateSetPosterior",
@@ -136,142 +136,6 @@ def as_float64_copy(net: SiameseUtilityNet) -> SiameseUtilityNet:
     clone = copy.deepcopy(net).double()
     clone.eval()
     return clone
-
-
-def check_candidate_features(features: Tensor, in_features: int | None = None) -> Tensor:
-    """`n x d` candidate features as a float64 copy; `n >= 2`.
-
-    Raises:
-        InputDataError: Wrong shape, too few candidates or non-finite values.
-    """
-    x = torch.as_tensor(features).detach().to("cpu", torch.float64).clone()
-    if x.dim() != 2 or x.shape[0] < 2:
-        raise InputDataError(f"features must be n x d with n >= 2, got {tuple(x.shape)}")
-    if in_features is not None and x.shape[1] != in_features:
-        raise InputDataError(f"features have width {x.shape[1]}, the network {in_features}")
-    if not bool(torch.isfinite(x).all()):
-        raise InputDataError("features hold NaN or infinite values")
-    return x
-
-
-class CandidateSetPosterior(ABC):
-    """Base class: a posterior over `n` candidates that conditions on judgements.
-
-    Subclasses implement :meth:`posterior_at` and :meth:`_condition`, and extend
-    :meth:`_extend` when they keep per-candidate state.
-
-    Args:
-        features: `n x d` candidate features.
-        jitter: Diagonal added to sample covariances.
-    """
-
-    def __init__(self, features: Tensor, *, jitter: float = 1e-6) -> None:
-        if jitter < 0:
-            raise InputDataError(f"jitter must be non-negative, got {jitter}")
-        self.features = check_candidate_features(features)
-        self.jitter = float(jitter)
-        self._comparisons: list[tuple[int, int]] = []
-        self._cached: MultivariateNormal | None = None
-
-    @property
-    def num_candidates(self) -> int:
-        return int(self.features.shape[0])
-
-    @property
-    def comparisons(self) -> list[tuple[int, int]]:
-        """The ``(winner, loser)`` judgements conditioned on so far (a copy)."""
-        return list(self._comparisons)
-
-    def posterior(self) -> MultivariateNormal:
-        """The joint posterior over the `n` candidates: mean `n`, covariance `n x n`."""
-        if self._cached is None:
-            self._cached = self.posterior_at(self.features)
-        return self._cached
-
-    @abstractmethod
-    def posterior_at(self, X: Tensor) -> MultivariateNormal:
-        """Joint posterior of the utilities at `batch_shape x q x d` features."""
-
-    def update(self, winner: int, loser: int) -> None:
-        """Condition on "candidate ``winner`` was preferred to ``loser``".
-
-        Raises:
-            InputDataError: Indices out of range or equal.
-        """
-        self.update_many([(winner, loser)])
-
-    def update_many(self, judgements: list[tuple[int, int]]) -> None:
-        """Condition on several ``(winner, loser)`` judgements with one update.
-
-        Raises:
-            InputDataError: Indices out of range or equal.
-        """
-        checked = [judgement(w, ell, self.num_candidates) for w, ell in judgements]
-        if checked:
-            self._comparisons.extend(checked)
-            self._condition(checked)
-            self._cached = None
-
-    @abstractmethod
-    def _condition(self, new: list[tuple[int, int]]) -> None:
-        """Refresh the state after ``new`` was appended to ``self._comparisons``."""
-
-    def _extend(self, rows: Tensor) -> None:
-        """Add `k x d` new candidate rows (after the existing `n`), with no judgement."""
-        self.features = torch.cat([self.features, rows])
-
-    def conditioned(self, X: Tensor, comparisons: Tensor) -> CandidateSetPosterior:
-        """A copy updated with ``comparisons`` between the points ``X`` (``self`` unchanged).
-
-        A point equal to a candidate's feature row is that candidate; other points become
-        new candidates of the copy (appended after the `n`). The copy takes one update for
-        all the comparisons (:meth:`update_many`); a point compared with itself is skipped.
-
-        Args:
-            X: `n' x d` points.
-            comparisons: `m x 2` integer ``(winner, loser)`` rows indexing the points.
-        """
-        if X.dim() != 2:
-            raise InputDataError(f"X must be n' x d, got {tuple(X.shape)}")
-        points = self._check_x(X, self.features.shape[1])
-        if not bool(torch.isfinite(points).all()):
-            raise InputDataError("points hold NaN or infinite values")
-        index = match_rows(self.features, X)
-        new_rows = points[index < 0]
-        distinct, inverse = (
-            torch.unique(new_rows, dim=0, return_inverse=True)
-            if new_rows.shape[0]
-            else (new_rows, torch.zeros(0, dtype=torch.long))
-        )
-        index[index < 0] = self.num_candidates + inverse
-        model = copy.deepcopy(self)
-        if distinct.shape[0]:
-            model._extend(distinct)
-        pairs = [(int(index[w]), int(index[ell]))
-                 for w, ell in comparison_pairs(comparisons, X.shape[0])]  # fmt: skip
-        model.update_many([(w, ell) for w, ell in pairs if w != ell])
-        return model
-
-    def botorch_model(self, noise_variance: float = 0.0) -> PreferenceUtilityModel:
-        """A BoTorch ``Model`` whose ``posterior(X)`` is :meth:`posterior_at` (current state)
-        and which conditions copies on judgements (see
-        :mod:`probrank.posteriors.preference`).
-
-        Args:
-            noise_variance: Judgement noise added to the utilities' variance when BoTorch
-                asks for observation noise (e.g. when fantasizing comparisons).
-        """
-        return PreferenceUtilityModel(self, self.features, noise_variance=noise_variance)
-
-    def _check_x(self, X: Tensor, width: int) -> Tensor:
-        if X.dim() < 2 or X.shape[-1] != width:
-            raise InputDataError(f"X must be batch_shape x q x {width}, got shape {tuple(X.shape)}")
-        return X.to(torch.float64)
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(n={self.num_candidates}, judgements={len(self._comparisons)})"
-        )
 
 
 def dropout_passes(net: SiameseUtilityNet, X: Tensor, num_samples: int, seed: int) -> Tensor:

@@ -58,6 +58,8 @@ __all__ = [
     "PreferenceUtilityModel",
     "cast_mvn",
     "comparison_pairs",
+    "distinct_rows",
+    "identical_rows",
     "match_rows",
 ]
 
@@ -94,6 +96,47 @@ def match_rows(datapoints: Tensor, X: Tensor) -> Tensor:
     first = first.scatter_reduce(0, inverse[:n], torch.arange(n), reduce="amin")
     found = first[inverse[n:]]
     return torch.where(found < n, found, -1).reshape(X.shape[:-1])
+
+
+def distinct_rows(rows: Tensor) -> tuple[Tensor, Tensor]:
+    """The distinct rows of `m x d` ``rows`` (`k x d`, in order of first appearance) and the
+    `m` index of each row among them (exact equality).
+
+    Rows are keyed by an integer hash of their float64 bit patterns (a 1-D sort instead of a
+    lexicographic one over `d` columns; integer sums are exact, so identical rows always get
+    the same key); the keys are checked against the rows, with ``torch.unique(dim=0)`` as the
+    fallback when two different rows share a key.
+    """
+    m = rows.shape[0]
+    if m == 0:
+        return rows, torch.zeros(0, dtype=torch.long)
+    flat = rows.detach()
+    bits = (flat.to(torch.float64) + 0.0).contiguous().view(torch.int64)  # -0.0 -> 0.0
+    generator = torch.Generator().manual_seed(0)
+    weights = torch.randint(-(2**62), 2**62, (flat.shape[-1],), generator=generator) | 1
+    _, inverse = torch.unique((bits * weights).sum(-1), return_inverse=True)
+    first = torch.full((int(inverse.max()) + 1,), m, dtype=torch.long)
+    first = first.scatter_reduce(0, inverse, torch.arange(m), reduce="amin")
+    if not torch.equal(flat, flat[first[inverse]]):
+        _, inverse = torch.unique(flat, dim=0, return_inverse=True)
+        first = torch.full((int(inverse.max()) + 1,), m, dtype=torch.long)
+        first = first.scatter_reduce(0, inverse, torch.arange(m), reduce="amin")
+    order = torch.argsort(first)
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(order.shape[0])
+    return flat[first[order]], rank[inverse]
+
+
+def identical_rows(a: Tensor, b: Tensor) -> Tensor:
+    """`... x p x q` bool: row ``i`` of ``a`` (`... x p x d`) equals row ``j`` of ``b``
+    (`... x q x d`) exactly (compared through ids from :func:`distinct_rows`, not element by
+    element across every pair)."""
+    width = a.shape[-1]
+    flat = torch.cat([a.detach().reshape(-1, width), b.detach().to(a.dtype).reshape(-1, width)])
+    _, ids = distinct_rows(flat)
+    split = a.shape[:-1].numel()
+    ids_a, ids_b = ids[:split].reshape(a.shape[:-1]), ids[split:].reshape(b.shape[:-1])
+    return ids_a.unsqueeze(-1) == ids_b.unsqueeze(-2)
 
 
 def comparison_pairs(comparisons: Tensor, num_points: int) -> list[tuple[int, int]]:
@@ -230,7 +273,9 @@ class PreferenceUtilityModel(Model):
         Args:
             X: `batch_shape x n' x d` points.
             Y: `batch_shape' x m x 2` integer ``(winner, loser)`` rows indexing the `n'`
-                points.
+                points; or, for members that take relevance labels (a relevance head's
+                :class:`~probrank.posteriors.head.HeadLaplacePosterior`), `batch_shape' x n' x 1`
+                floating 0/1 labels of the points.
             **kwargs: Ignored (BoTorch passes ``noise`` for real-valued observations).
 
         Returns:
@@ -239,6 +284,8 @@ class PreferenceUtilityModel(Model):
         self._check(X)
         if Y.dim() < 2:
             raise InputDataError(f"Y must be batch_shape x m x 2, got {tuple(Y.shape)}")
+        if Y.is_floating_point() and Y.shape[-1] == 1 and Y.shape[-2] == X.shape[-2]:
+            return self._condition_on_labels(X, Y)
         comparison_pairs(Y.reshape(-1, Y.shape[-1]), X.shape[-2])  # validates dtype and range
         try:
             shape = torch.broadcast_shapes(Y.shape[:-2], X.shape[:-2], self._batch_shape)
@@ -252,6 +299,35 @@ class PreferenceUtilityModel(Model):
         judged = Y.expand(*shape, *Y.shape[-2:]).reshape(-1, *Y.shape[-2:])
         members = [
             self.members[int(k)].conditioned(points[i], judged[i])
+            for i, k in enumerate(owner.reshape(-1).tolist())
+        ]
+        return PreferenceUtilityModel(
+            members, self.datapoints, batch_shape=shape, noise_variance=self.noise_variance
+        )
+
+    def _condition_on_labels(self, X: Tensor, Y: Tensor) -> PreferenceUtilityModel:
+        """Binary relevance labels ``Y`` (`batch_shape' x n' x 1` of 0/1) of the points ``X``,
+        for members that take labels (``labelled(X, labels)``, e.g. a relevance head's)."""
+        binary = bool(((Y == 0) | (Y == 1)).all())
+        if not binary or not all(callable(getattr(m, "labelled", None)) for m in self.members):
+            raise InputDataError(
+                "preference models condition on comparisons (an integer `m x 2` tensor of "
+                "(winner, loser) rows) or, for a relevance head, 0/1 labels; got real values "
+                f"of shape {tuple(Y.shape)}: fantasize with "
+                "botorch.sampling.pairwise_samplers.PairwiseSobolQMCNormalSampler"
+            )
+        try:
+            shape = torch.broadcast_shapes(Y.shape[:-2], X.shape[:-2], self._batch_shape)
+        except RuntimeError:
+            raise InputDataError(
+                f"batch shapes of Y {tuple(Y.shape[:-2])}, X {tuple(X.shape[:-2])} and the model "
+                f"{tuple(self._batch_shape)} do not broadcast"
+            ) from None
+        owner = torch.arange(len(self.members)).reshape(self._batch_shape).expand(shape)
+        points = X.expand(*shape, *X.shape[-2:]).reshape(-1, *X.shape[-2:])
+        labels = Y.expand(*shape, *Y.shape[-2:]).reshape(-1, Y.shape[-2])
+        members = [
+            self.members[int(k)].labelled(points[i], labels[i])  # type: ignore[attr-defined]
             for i, k in enumerate(owner.reshape(-1).tolist())
         ]
         return PreferenceUtilityModel(

@@ -1,5 +1,10 @@
 """The protocols of a posterior over one question's candidate utilities.
 
+Both are the structural parts of the one candidate posterior,
+:class:`~probrank.posteriors.base.CandidateSetPosterior`, which every posterior in
+:mod:`probrank.posteriors` subclasses; they exist so that code that needs only part of it (a
+session, the BoTorch adapter) also accepts a user's own model with those methods.
+
 :class:`PreferenceModel` is what an :class:`~probrank.interactive.session.InteractiveSession`
 drives: a joint posterior over the utilities of one question's `n` candidates
 (``posterior()``) that is updated after each pairwise judgement (``update(winner, loser)``).

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from probrank._files import write_bytes_atomically, write_text_atomically
+from probrank._files import check_output_folder, write_bytes_atomically, write_text_atomically
 from probrank._options import parse_enum
 from probrank.data.trec import Run
 from probrank.exceptions import InputDataError
@@ -226,11 +226,10 @@ class BM25Index:
         """Write the index folder (created if needed; see the module docstring).
 
         Raises:
-            InputDataError: ``path`` is a file.
+            InputDataError: an empty ``path`` (never the working folder by accident), or
+                ``path`` is a file.
         """
-        folder = Path(path)
-        if folder.exists() and not folder.is_dir():
-            raise InputDataError("cannot save an index here: the path is a file", path=folder)
+        folder = check_output_folder(path, what="BM25 index folder")
         folder.mkdir(parents=True, exist_ok=True)
         data, indices, indptr = self._matrix()
         payloads = {

@@ -6,10 +6,11 @@ criterion.
 2. Each topic's top ``depth`` documents become a :class:`~probrank.data.candidates.
    CandidateList` with the first-stage score as side features
    (:data:`~probrank.data.candidates.FIRST_STAGE_FEATURES`) and labels from the qrels.
-3. The topics are split into ``folds`` folds at random (seeded). For each fold a fresh second
-   stage (any :class:`Reranker`) is fitted on the other folds' lists (the model chooses its own
-   hyperparameters on a held-out share of them) and scores the fold's lists, so every topic's
-   ranking comes from a model that never saw its judgements.
+3. The topics are split into ``folds`` folds at random (seeded;
+   :func:`probrank.data.folds.split_folds`, each fold in the permutation's order). For each
+   fold a fresh second stage (any :class:`Reranker`) is fitted on the other folds' lists (the
+   model chooses its own hyperparameters on a held-out share of them) and scores the fold's
+   lists, so every topic's ranking comes from a model that never saw its judgements.
 4. Each topic's candidates are ordered by the posterior mean P(relevant) (``rerank``) and by
    the configured risk-aware criterion (``risk``; :mod:`probrank.retrieval.risk`). Below them
    the first stage's documents ranked after ``depth`` keep their order (scores below every
@@ -32,6 +33,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from probrank.data.candidates import CandidateList, Documents
+from probrank.data.folds import cross_validate, split_folds
 from probrank.data.trec import Qrels, Run
 from probrank.exceptions import InputDataError
 from probrank.retrieval.risk import RankingCriterion, criterion_scores
@@ -41,8 +43,7 @@ __all__ = [
     "CascadeSettings",
     "RelevanceEstimate",
     "Reranker",
-    "assign_folds",
-    "cross_validate",
+    "held_out_estimate",
     "run_cascade",
     "scores_to_run",
 ]
@@ -159,19 +160,7 @@ class CascadeResult:
     folds: list[list[str]] = field(default_factory=list)
 
 
-def assign_folds(qids: Sequence[str], folds: int, *, seed: int) -> list[list[str]]:
-    """Split topics into ``folds`` folds at random (seeded; sizes differ by at most one).
-
-    Raises:
-        InputDataError: fewer topics than folds.
-    """
-    if len(qids) < folds:
-        raise InputDataError(f"{len(qids)} topics cannot fill {folds} folds")
-    order = torch.randperm(len(qids), generator=torch.Generator().manual_seed(seed)).tolist()
-    return [[qids[i] for i in order[f::folds]] for f in range(folds)]
-
-
-def cross_validate(
+def held_out_estimate(
     lists: Sequence[CandidateList],
     make_reranker: Callable[[], Reranker],
     folds: list[list[str]],
@@ -179,39 +168,50 @@ def cross_validate(
     seed: int = 0,
     progress: bool = True,
 ) -> RelevanceEstimate:
-    """Held-out estimates of every list: each fold scored by a model fitted on the others.
+    """Held-out estimates of every list: each fold scored by a model fitted on the others
+    (the loop of :func:`probrank.data.folds.cross_validate`).
 
     Args:
         lists: Labelled lists, one per topic.
         make_reranker: Returns a fresh, unfitted :class:`Reranker`.
-        folds: Topics of each fold (every list's qid in exactly one).
+        folds: Topics of each fold (every list's qid in exactly one; e.g.
+            :func:`probrank.data.folds.split_folds`).
         seed: Seeds each fold's model (``seed + fold``).
         progress: Show a progress bar over folds.
 
     Returns:
         The estimate of every candidate, in the order of ``lists``.
     """
-    where = {qid: f for f, topics in enumerate(folds) for qid in topics}
-    missing = [item.qid for item in lists if item.qid not in where]
-    if missing:
-        raise InputDataError(f"topic {missing[0]!r} is in no fold")
-    parts: dict[str, RelevanceEstimate] = {}
-    bar = tqdm(range(len(folds)), desc="cross-validation", unit="fold", disable=not progress)
-    for f in bar:
-        test = [item for item in lists if where[item.qid] == f]
-        train = [item for item in lists if where[item.qid] != f]
-        if not test:
-            continue
-        model = make_reranker().fit(train, seed=seed + f)
-        estimate = model.estimate(test)
-        if estimate.covariances and len(estimate.covariances) != len(test):
+    by_qid = {item.qid: item for item in lists}
+
+    def fit(train: list[str], fold: int) -> Reranker:
+        return make_reranker().fit([by_qid[q] for q in train], seed=seed + fold)
+
+    def predict(model: Reranker, test: list[str]) -> dict[str, RelevanceEstimate]:
+        items = [by_qid[q] for q in test]
+        estimate = model.estimate(items)
+        if estimate.covariances and len(estimate.covariances) != len(items):
             raise InputDataError(
-                f"the reranker gave {len(estimate.covariances)} covariances for {len(test)} lists"
+                f"the reranker gave {len(estimate.covariances)} covariances for {len(items)} lists"
             )
+        parts: dict[str, RelevanceEstimate] = {}
         offset = 0
-        for i, item in enumerate(test):
+        for i, item in enumerate(items):
             parts[item.qid] = _slice(estimate, offset, len(item), i)
             offset += len(item)
+        return parts
+
+    with tqdm(total=len(folds), desc="cross-validation", unit="fold", disable=not progress) as bar:
+
+        def advance(_fold: int) -> None:
+            bar.update(1)
+
+        result = cross_validate(
+            folds, fit, predict, keys=[item.qid for item in lists], progress=advance
+        )
+    parts: dict[str, RelevanceEstimate] = {}
+    for part in result.predictions:
+        parts.update(part or {})
     return RelevanceEstimate.concatenate([parts[item.qid] for item in lists])
 
 
@@ -303,8 +303,11 @@ def run_cascade(
         relevance_level=settings.relevance_level,
         first_stage_features=True,
     )
-    folds = assign_folds([item.qid for item in lists], settings.folds, seed=settings.seed)
-    estimate = cross_validate(lists, make_reranker, folds, seed=settings.seed, progress=progress)
+    # the folds in the permutation's order, as the cascade's results have always reported them
+    folds = split_folds(
+        [item.qid for item in lists], settings.folds, seed=settings.seed, sort=False
+    )
+    estimate = held_out_estimate(lists, make_reranker, folds, seed=settings.seed, progress=progress)
     risk = criterion_scores(
         settings.criterion,
         probability=estimate.probability,

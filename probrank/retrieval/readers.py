@@ -28,13 +28,13 @@ DataFrame (:func:`topics_from_dataframe`).
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from probrank.data._io import json_line
 from probrank.exceptions import InputDataError
 
 __all__ = [
@@ -190,14 +190,7 @@ def _json_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     for number, line in iter_text_lines(path):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputDataError(f"invalid JSON ({exc.msg})", path=path, line=number) from None
-        except RecursionError:
-            raise InputDataError(
-                "invalid JSON (nested too deeply)", path=path, line=number
-            ) from None
+        record = json_line(line, path, number)
         if not isinstance(record, dict):
             raise InputDataError(
                 f"expected a JSON object, got {type(record).__name__}", path=path, line=number

@@ -3,7 +3,9 @@ criteria.
 
 A second-stage model gives, for each candidate, a posterior over its relevance logit ``f``
 (here its Gaussian marginal ``N(m, v)``); ``p = sigmoid(f)`` is its probability of relevance.
-Three criteria (:class:`RankingCriterion`) order candidates:
+The criteria (:class:`RankingCriterion`, the one enum of the package: the cascade, the PyTerrier
+transformer and :meth:`probrank.models.gpf_ranker.GPFRanker.rerank` take it) order candidates;
+each is one entry of a table of score functions (:data:`CRITERION_SCORES`):
 
 * ``probability``: the posterior mean of P(relevant), the model's calibrated probability. By
   the probability ranking principle (Robertson 1977) this ordering maximises the expected
@@ -15,6 +17,8 @@ Three criteria (:class:`RankingCriterion`) order candidates:
   ``alpha`` share of its posterior draws (Cohen et al., SIGIR 2021, "Not all relevance
   scores are equal"); ``alpha = 1`` is the posterior mean, a small ``alpha`` ranks by the
   worst plausible relevance.
+* ``mean``: the posterior mean ``m`` of the logit (no draws).
+* ``lower``: ``m - lambda * sqrt(v)``, a lower bound of the logit (risk-averse, no draws).
 
 Draws are seeded (:func:`probability_draws`), so the same seed gives the same ranking.
 """
@@ -22,6 +26,8 @@ Draws are seeded (:func:`probability_draws`), so the same seed gives the same ra
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 
 import torch
@@ -30,6 +36,8 @@ from torch import Tensor
 from probrank.exceptions import InputDataError
 
 __all__ = [
+    "CRITERION_SCORES",
+    "CriterionInputs",
     "RankingCriterion",
     "conditional_value_at_risk",
     "criterion_scores",
@@ -47,6 +55,10 @@ class RankingCriterion(str, Enum):
     """``E[p] - lambda * sd[p]`` over posterior draws (risk-averse for ``lambda > 0``)."""
     CVAR = "cvar"
     """CVaR at level ``alpha``: the mean of the lowest ``alpha`` share of the draws of ``p``."""
+    MEAN = "mean"
+    """The posterior mean of the logit."""
+    LOWER = "lower"
+    """Risk-averse: the logit's posterior mean minus ``lambda`` posterior standard deviations."""
 
 
 def probability_draws(
@@ -145,7 +157,7 @@ def criterion_scores(
         probability: `n` posterior mean P(relevant) (the model's calibrated probability).
         mean: `n` posterior means of the logits.
         variance: `n` posterior variances of the logits.
-        risk_aversion: ``lambda`` of ``mean_sd``.
+        risk_aversion: ``lambda`` of ``mean_sd`` and ``lower``.
         alpha: Level of ``cvar``.
         num_draws: Draws for the risk-aware criteria.
         seed: Seeds the draws.
@@ -156,9 +168,39 @@ def criterion_scores(
     from probrank._options import parse_enum
 
     chosen = parse_enum(RankingCriterion, criterion, "criterion")
-    if chosen is RankingCriterion.PROBABILITY:
-        return probability.detach().double().reshape(-1)
-    draws = probability_draws(mean, variance, num_draws, seed=seed)
-    if chosen is RankingCriterion.MEAN_SD:
-        return mean_minus_sd(draws, risk_aversion)
-    return conditional_value_at_risk(draws, alpha)
+    inputs = CriterionInputs(probability, mean, variance, risk_aversion, alpha, num_draws, seed)
+    return CRITERION_SCORES[chosen](inputs)
+
+
+@dataclass(frozen=True)
+class CriterionInputs:
+    """What a criterion's score function reads (see :func:`criterion_scores`)."""
+
+    probability: Tensor
+    mean: Tensor
+    variance: Tensor
+    risk_aversion: float
+    alpha: float
+    num_draws: int
+    seed: int
+
+    def draws(self) -> Tensor:
+        """`S x n` seeded draws of ``p`` (:func:`probability_draws`)."""
+        return probability_draws(self.mean, self.variance, self.num_draws, seed=self.seed)
+
+
+def _lower(inputs: CriterionInputs) -> Tensor:
+    if not inputs.risk_aversion >= 0:
+        raise InputDataError(f"risk_aversion must be >= 0, got {inputs.risk_aversion!r}")
+    sd = inputs.variance.detach().double().reshape(-1).clamp_min(0.0).sqrt()
+    return inputs.mean.detach().double().reshape(-1) - float(inputs.risk_aversion) * sd
+
+
+CRITERION_SCORES: dict[RankingCriterion, Callable[[CriterionInputs], Tensor]] = {
+    RankingCriterion.PROBABILITY: lambda i: i.probability.detach().double().reshape(-1),
+    RankingCriterion.MEAN_SD: lambda i: mean_minus_sd(i.draws(), i.risk_aversion),
+    RankingCriterion.CVAR: lambda i: conditional_value_at_risk(i.draws(), i.alpha),
+    RankingCriterion.MEAN: lambda i: i.mean.detach().double().reshape(-1),
+    RankingCriterion.LOWER: _lower,
+}
+"""The `n` scores (float64, higher first) of each :class:`RankingCriterion`."""

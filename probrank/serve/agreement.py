@@ -9,13 +9,13 @@ annotator and question).
 :func:`agreement` reports, over the items judged by at least two annotators, the share of
 identical answers, Krippendorff's alpha (nominal, every annotator; the ``krippendorff``
 package) and Cohen's kappa for each pair of annotators over the items both judged
-(scikit-learn). A statistic that is undefined (fewer than two items, or a single category
+(closed form, as scikit-learn's ``cohen_kappa_score``; every pair at once with matrix
+products). A statistic that is undefined (fewer than two items, or a single category
 used throughout) is None.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import warnings
 from collections.abc import Iterable
@@ -75,14 +75,12 @@ def _defined(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _kappa(first: list[str], second: list[str]) -> float | None:
-    from sklearn.metrics import cohen_kappa_score
-
-    if len(first) < 2:
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # undefined kappa: one category throughout
-        return _defined(cohen_kappa_score(first, second, labels=list(CATEGORIES)))
+def _kappa(observed: float, chance: float, items: int) -> float | None:
+    """Cohen's kappa from the observed and the chance agreement (as scikit-learn's
+    ``cohen_kappa_score``; None for fewer than 2 items or a chance agreement of 1)."""
+    if items < 2 or chance >= 1.0:
+        return None  # one category throughout: undefined
+    return (observed - chance) / (1.0 - chance)
 
 
 def _alpha(
@@ -118,19 +116,29 @@ def agreement(judgements: Iterable[Judgement]) -> Agreement:
     if not shared:
         return Agreement(items=0, answers=0, observed=None, alpha=None)
     annotators = sorted({name for by in shared.values() for name in by})
-    same = total = 0
-    for by in shared.values():
-        for a, b in itertools.combinations(sorted(by), 2):
-            same += by[a] == by[b]
-            total += 1
+    # annotators x items codes (-1: not judged), then every pair of annotators at once:
+    # items in common, identical answers, and each one's categories on the common items
+    row = {name: i for i, name in enumerate(annotators)}
+    codes = np.full((len(annotators), len(shared)), -1)
+    for column, by in enumerate(shared.values()):
+        for name, category in by.items():
+            codes[row[name], column] = CATEGORIES.index(category)
+    present = (codes >= 0).astype(np.float64)
+    onehot = [(codes == k).astype(np.float64) for k in range(len(CATEGORIES))]
+    common = present @ present.T
+    agree = sum(o @ o.T for o in onehot)
+    margins = [o @ present.T for o in onehot]  # [a, b]: a's answers k on items shared with b
+    chance_counts = sum(m * m.T for m in margins)
+    upper = np.triu_indices(len(annotators), k=1)
+    same, total = float(agree[upper].sum()), float(common[upper].sum())
     pairs = []
-    for a, b in itertools.combinations(annotators, 2):
-        common = [by for by in shared.values() if a in by and b in by]
-        if not common:
+    for a, b in zip(*upper, strict=True):
+        n = int(np.rint(common[a, b]))
+        if n == 0:
             continue
-        first, second = [by[a] for by in common], [by[b] for by in common]
-        agree = sum(x == y for x, y in zip(first, second, strict=True))
-        pairs.append(PairAgreement(a, b, len(common), agree / len(common), _kappa(first, second)))
+        observed = float(agree[a, b]) / n
+        kappa = _kappa(observed, float(chance_counts[a, b]) / (n * n), n)
+        pairs.append(PairAgreement(annotators[a], annotators[b], n, observed, kappa))
     return Agreement(
         items=len(shared),
         answers=sum(len(by) for by in shared.values()),

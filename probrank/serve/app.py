@@ -1,40 +1,49 @@
 """The judging web application (Starlette): server-rendered pages, a little plain JavaScript.
 
-Routes (every one but ``/static/*`` and ``/health`` needs the project's token, as the query
-parameter ``token`` or the header ``X-Probrank-Token``, compared in constant time):
+Every route but ``/static/*`` and ``/health`` needs a token (the query parameter ``token`` or
+the header ``X-Probrank-Token``), looked up (hashed) in the database at every request, so a
+revoked link is refused at once. An annotator's token (``probrank annotators add``) judges
+only as that annotator: a name in a form or query that is not theirs is refused (403), and it
+opens neither ``/admin``, nor the exports, nor another annotator's pages. The admin token
+(printed by ``probrank serve``) opens ``/admin``, the exports and every ranking, and judges
+nothing.
 
-======================  =====================================================================
-``GET /``               questions, and a form to start judging under a name
-``POST /start``         register the name, go to the first question
-``GET /judge/{qid}``    the judging page of ``?annotator=NAME`` (JSON state with
-                        ``Accept: application/json``)
-``POST /judge/{qid}``   one judgement (an HTML form body); answered after the commit, with a
-                        redirect to the next pair, or JSON for ``Accept: application/json``
-``GET /ranking/{qid}``  candidates in posterior order with 90% credible intervals (one
-                        annotator's with ``?annotator=NAME``, else everyone's)
-``GET /admin``          annotators, their counts, agreement on repeated pairs
-``GET /export.jsonl``   every judgement as JSON lines
-``GET /export.prefs``   the judgements in trec_eval's preference format
-======================  =====================================================================
+=======================  ==========================================================  =========
+``GET /``                the questions, the annotator's progress, the instructions     both
+``GET /judge/{qid}``     the judging page (JSON state with ``Accept: application/json``) annotator
+``POST /judge/{qid}``    one judgement (a form); answered after the commit              annotator
+``POST /undo/{qid}``     take back one's last answer on the question (an undo event)    annotator
+``GET /ranking/{qid}``   posterior ranking with 90% intervals (own; admin: anyone's,    both
+                         or everyone's together)
+``GET /admin``           annotators, per-question progress, agreement                   admin
+``GET /export.jsonl``    every event (undo events and retracted answers marked) as      admin
+``GET /export.csv``      JSON lines or CSV, or the answers that stand in trec_eval's
+``GET /export.prefs``    preference format; ``?annotator=`` / ``?question=`` filter
+=======================  ==========================================================  =========
 
-Bad requests get a page (or JSON) that says what is wrong, with a 4xx status: no or a wrong
-token (403), an unknown question or page (404), a stale form or a finished question (409), a
-pair that was not offered or a malformed field (400), a body over :data:`MAX_BODY` bytes (413),
-a body that is not ``application/x-www-form-urlencoded`` (415). Every text from the data is
-HTML-escaped (Jinja2 autoescaping).
+While the server prepares its model (:mod:`~probrank.serve.startup`), pages that need it
+answer 503 with a page that says what is being prepared, with its progress, and refreshes
+itself every 2 seconds; ``/admin`` and the exports work from the database at once.
+
+Bad requests get a page (or JSON) that says what is wrong, with a 4xx status (see
+:mod:`~probrank.serve.errors`). Every text from the data is HTML-escaped (Jinja2
+autoescaping); question ids are percent-encoded in every link and form action.
 """
 
 from __future__ import annotations
 
-import hmac
+import csv
+import io
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from importlib import resources
-from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -45,38 +54,26 @@ from starlette.responses import (
     PlainTextResponse,
     RedirectResponse,
     Response,
-    StreamingResponse,
 )
 from starlette.routing import Route
 
 from probrank._options import parse_enum
 from probrank.exceptions import InputDataError
 from probrank.serve.agreement import agreement
-from probrank.serve.errors import (
-    BadRequest,
-    Forbidden,
-    NotFound,
-    PayloadTooLarge,
-    RequestError,
-    UnsupportedMediaType,
-)
-from probrank.serve.exports import jsonl_lines, prefs_lines
-from probrank.serve.judging import (
-    JudgingService,
-    Submission,
-    check_annotator,
-    check_judgement_id,
-)
+from probrank.serve.errors import BadRequest, Forbidden, NotFound, RequestError
+from probrank.serve.exports import prefs_lines
+from probrank.serve.http import MAX_BODY, header_timeout_protocol, read_form, render_markdown
+from probrank.serve.identity import Identity, Role, check_name
 from probrank.serve.plot import ranking_svg
-from probrank.serve.store import Choice
+from probrank.serve.startup import Preparation
+from probrank.serve.store import Choice, Judgement, JudgementStore
 
-__all__ = ["MAX_BODY", "create_app"]
+if TYPE_CHECKING:  # torch loads with the service, in the background, not with the pages
+    from probrank.serve.judging import JudgingService
 
-MAX_BODY = 16 * 1024
-"""Largest request body accepted (bytes); a judgement form is about 200."""
+__all__ = ["MAX_BODY", "create_app", "header_timeout_protocol"]
 
-_FORM = "application/x-www-form-urlencoded"
-_FIELDS = ("annotator", "round", "left", "right", "jid", "choice")
+_FIELDS = ("round", "left", "right", "jid", "choice")
 _HEADERS = {
     "Cache-Control": "no-store",
     "Referrer-Policy": "no-referrer",
@@ -88,9 +85,29 @@ _HEADERS = {
     ),
 }
 _STATIC = {"judge.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
+_EXPORT_COLUMNS = (
+    "id", "seq", "annotator", "qid", "round", "left", "right", "choice", "winner", "loser",
+    "created", "retracts", "retracted", "retracted_by",
+)  # fmt: skip
 _log = logging.getLogger("probrank.serve")
 
 Handler = Callable[[Request], Awaitable[Response]]
+
+
+class NotReady(RequestError):
+    """The model is being prepared (503, a page that refreshes itself)."""
+
+    status = 503
+    title = "Preparing"
+
+
+def check_annotator(name: str) -> str:
+    """``name`` NFC-normalised if it is a valid annotator name, else
+    :class:`~probrank.serve.errors.BadRequest`."""
+    try:
+        return check_name(name)
+    except InputDataError as exc:
+        raise BadRequest(exc.reason) from None
 
 
 def _wants_json(request: Request) -> bool:
@@ -106,117 +123,129 @@ def _small_int(value: str, what: str) -> int:
 
 def _choice(value: str) -> Choice:
     try:
-        return parse_enum(Choice, value, "choice")
+        choice = parse_enum(Choice, value, "choice")
     except InputDataError as exc:
         raise BadRequest(exc.reason) from None
+    if choice is Choice.UNDO:
+        raise BadRequest("choice 'undo' is not an answer: use the undo button")
+    return choice
 
 
-async def _form(request: Request) -> dict[str, str]:
-    """The fields of a bounded ``application/x-www-form-urlencoded`` body (each once)."""
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != _FORM:
-        raise UnsupportedMediaType(
-            f"a judgement is sent as an HTML form ({_FORM}), not {kind or 'an untyped body'!r}"
-        )
-    length = request.headers.get("content-length")
-    if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
-        raise PayloadTooLarge(f"the request body is over {MAX_BODY} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY:
-            raise PayloadTooLarge(f"the request body is over {MAX_BODY} bytes")
-    try:
-        pairs = parse_qsl(
-            body.decode("utf-8"), keep_blank_values=True, max_num_fields=2 * len(_FIELDS)
-        )
-    except (UnicodeDecodeError, ValueError):
-        raise BadRequest("the form is not valid UTF-8 form data or has too many fields") from None
-    fields: dict[str, str] = {}
-    for key, value in pairs:
-        if key in fields:
-            raise BadRequest(f"the form has the field {key[:40]!r} twice")
-        fields[key] = value
-    return fields
+@dataclass(frozen=True)
+class _Caller:
+    """The identity of a request and its token (for the links of its pages)."""
+
+    identity: Identity
+    token: str
+
+    @property
+    def admin(self) -> bool:
+        return self.identity.role is Role.ADMIN
+
+    def url(self, path: str, *segments: str, **params: object) -> str:
+        """``path`` + percent-encoded ``segments``, with the token and non-empty ``params``."""
+        full = path + "".join("/" + quote(str(s), safe="") for s in segments)
+        query = {"token": self.token}
+        query.update({k: str(v) for k, v in params.items() if v not in (None, "")})
+        return f"{full}?{urlencode(query)}"
 
 
 class _Pages:
-    """The route handlers over one :class:`JudgingService`."""
+    """The route handlers over one preparation (its service once ready) and database."""
 
-    def __init__(self, service: JudgingService, token: str) -> None:
-        self.service = service
-        self.project = service.project
-        self._token = token.encode()
+    def __init__(
+        self, preparation: Preparation, store: JudgementStore, instructions: str | None
+    ) -> None:
+        self.preparation = preparation
+        self.store = store
+        self.instructions = Markup(render_markdown(instructions)) if instructions else None
         self.env = Environment(
             loader=PackageLoader("probrank.serve", "templates"),
             autoescape=True,
             undefined=StrictUndefined,
         )
 
-    # -- helpers ----------------------------------------------------------------------------
+    # -- who and what -----------------------------------------------------------------------
 
-    def url(self, path: str, **params: object) -> str:
-        """``path`` with the token and the non-empty ``params`` in its query string."""
-        query = {"token": self._token.decode()}
-        query.update({k: str(v) for k, v in params.items() if v not in (None, "")})
-        return f"{path}?{urlencode(query)}"
-
-    def check_token(self, request: Request) -> None:
-        given = request.query_params.get("token") or request.headers.get("x-probrank-token")
-        if not given:
+    def caller(self, request: Request) -> _Caller:
+        token = request.query_params.get("token") or request.headers.get("x-probrank-token")
+        if not token:
             raise Forbidden(
-                "this server needs the project's token: open the address it printed "
-                "(http://HOST:PORT/?token=...)"
+                "this server needs a token: open your own link (an annotator's from "
+                "`probrank annotators add`, the admin's printed by `probrank serve`)"
             )
-        if not hmac.compare_digest(given.encode(), self._token):
-            raise Forbidden("the token in this address is not this project's")
+        identity = self.store.identify(token)
+        if identity is None:
+            raise Forbidden("this link's token is not valid here (revoked, or another project's)")
+        return _Caller(identity, token)
 
-    def annotator(self, request: Request) -> str | None:
-        """The ``annotator`` query parameter, checked (None when absent)."""
-        name = request.query_params.get("annotator", "")
-        return check_annotator(name) if name else None
-
-    def required_annotator(self, request: Request) -> str:
-        """The ``annotator`` query parameter, which must be there."""
-        name = self.annotator(request)
-        if name is None:
-            raise BadRequest("say who is judging: start from the questions page")
+    def annotator_of(self, request: Request, caller: _Caller) -> str:
+        """The caller's own name; a different ``?annotator=`` is refused."""
+        if caller.admin:
+            raise Forbidden(
+                "the admin link does not judge: add yourself as an annotator "
+                "(probrank annotators add NAME) and use that link"
+            )
+        name = str(caller.identity.annotator)
+        asked = request.query_params.get("annotator")
+        if asked and check_annotator(asked) != name:
+            raise Forbidden(f"this link judges as {name!r} only, not as {asked[:60]!r}")
         return name
 
+    def viewed(self, request: Request, caller: _Caller) -> str | None:
+        """Whose pages: an annotator's own; the admin's ``?annotator=`` (None: everyone)."""
+        asked = request.query_params.get("annotator")
+        if caller.admin:
+            return check_annotator(asked) if asked else None
+        return self.annotator_of(request, caller)
+
+    def service(self) -> JudgingService:
+        service = self.preparation.service
+        if service is None:
+            raise NotReady("the server is preparing its model")
+        return service
+
     def page(
-        self, template: str, request: Request, status: int = 200, **context: Any
+        self, template: str, caller: _Caller | None, status: int = 200, **context: Any
     ) -> HTMLResponse:
-        context.setdefault("annotator", None)
-        text = self.env.get_template(template).render(url=self.url, **context)
+        context.setdefault("annotator", caller.identity.annotator if caller else None)
+        context.setdefault("admin", caller is not None and caller.admin)
+        context.setdefault("refresh", None)
+        url = caller.url if caller is not None else (lambda path, *a, **k: path)
+        text = self.env.get_template(template).render(url=url, **context)
         return HTMLResponse(text, status_code=status, headers=_HEADERS)
 
     def error(self, request: Request, exc: RequestError | InputDataError, status: int) -> Response:
         message = getattr(exc, "reason", str(exc))
         title = getattr(exc, "title", "Bad request")
+        headers = {**_HEADERS, "Retry-After": "2"} if status == 503 else _HEADERS
         if _wants_json(request):
             body = {"ok": False, "status": status, "error": message}
-            return JSONResponse(body, status_code=status, headers=_HEADERS)
-        annotator = request.query_params.get("annotator")
+            return JSONResponse(body, status_code=status, headers=headers)
         try:
-            annotator = check_annotator(annotator) if annotator else None
+            caller: _Caller | None = self.caller(request)
         except RequestError:
-            annotator = None
+            caller = None
+        if status == 503:
+            response = self.page(
+                "preparing.html", caller, status, title=title, message=message,
+                progress=self.preparation.progress(), refresh=2,
+            )  # fmt: skip
+            response.headers["Retry-After"] = "2"
+            return response
         back = None
-        if request.method == "POST" and request.url.path.startswith("/judge/") and annotator:
-            back = self.url(request.url.path, annotator=annotator)
-        return self.page(
-            "error.html", request, status, title=title, message=message, back=back,
-            annotator=annotator,
-        )  # fmt: skip
+        if caller is not None and not caller.admin and request.method == "POST":
+            qid = request.path_params.get("qid")
+            back = caller.url("/judge", qid) if qid else None
+        return self.page("error.html", caller, status, title=title, message=message, back=back)
 
-    def guarded(self, handler: Handler, *, token: bool = True) -> Handler:
-        """``handler`` behind the token check, with errors turned into 4xx pages."""
+    def guarded(self, handler: Callable[[Request, _Caller], Awaitable[Response]]) -> Handler:
+        """``handler`` behind the token check, with errors turned into 4xx (503) pages."""
 
         async def endpoint(request: Request) -> Response:
             try:
-                if token:
-                    self.check_token(request)
-                return await handler(request)
+                caller = await run_in_threadpool(self.caller, request)
+                return await handler(request, caller)
             except RequestError as exc:
                 return self.error(request, exc, exc.status)
             except InputDataError as exc:  # e.g. a database made with another model
@@ -224,48 +253,61 @@ class _Pages:
 
         return endpoint
 
-    # -- pages --------------------------------------------------------------------------------
+    def open(self, handler: Handler) -> Handler:
+        async def endpoint(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestError as exc:
+                return self.error(request, exc, exc.status)
 
-    async def start_page(self, request: Request) -> Response:
-        annotator = self.annotator(request)
-        mine: Mapping[str, int] = {}
+        return endpoint
+
+    # -- annotators' pages ------------------------------------------------------------------
+
+    async def start_page(self, request: Request, caller: _Caller) -> Response:
+        service = self.service()
+        project = service.project
+        annotator = None if caller.admin else self.annotator_of(request, caller)
+        mine: dict[str, int] = {}
         if annotator is not None:
-            counts = await run_in_threadpool(self.service.counts)
-            mine = counts.get(annotator, {})
-        settings = self.project.ranker.settings
+            mine = (await run_in_threadpool(self.store.counts, annotator)).get(annotator, {})
+        todo = [item.qid for item in project.questions if item.qid not in mine]
+        settings = project.ranker.settings
         return self.page(
-            "start.html", request, title="Questions", annotator=annotator, mine=mine,
-            project=self.project, questions=self.project.questions,
-            posterior=settings.posterior.value, strategy=self.project.strategy.value,
+            "start.html", caller, title="Questions", mine=mine, project=project,
+            questions=project.questions, first=(todo or [project.questions[0].qid])[0],
+            posterior=settings.posterior.value, strategy=project.strategy.value,
+            instructions=self.instructions, answers=sum(mine.values()),
         )  # fmt: skip
 
-    async def start(self, request: Request) -> Response:
-        fields = await _form(request)
-        annotator = check_annotator(fields.get("annotator", "").strip())
-        await run_in_threadpool(self.service.store.add_annotator, annotator)
-        counts = (await run_in_threadpool(self.service.counts)).get(annotator, {})
-        todo = [item.qid for item in self.project.questions if item.qid not in counts]
-        first = todo[0] if todo else self.project.questions[0].qid
-        return RedirectResponse(self.url(f"/judge/{first}", annotator=annotator), 303)
-
-    async def judge_page(self, request: Request) -> Response:
+    async def judge_page(self, request: Request, caller: _Caller) -> Response:
+        service = self.service()
         qid = request.path_params["qid"]
-        item = self.project.question(qid)
-        annotator = self.required_annotator(request)
-        state = await run_in_threadpool(self.service.state, annotator, qid)
+        item = service.project.question(qid)
+        annotator = self.annotator_of(request, caller)
+        state = await run_in_threadpool(service.state, annotator, qid)
         if _wants_json(request):
             return JSONResponse({"ok": True, "state": state.to_json()}, headers=_HEADERS)
-        order = [q.qid for q in self.project.questions]
+        mine = (await run_in_threadpool(self.store.counts, annotator)).get(annotator, {})
+        order = [q.qid for q in service.project.questions]
         return self.page(
-            "judge.html", request, title=f"Question {qid}", item=item, state=state,
-            annotator=annotator, jid=uuid.uuid4().hex, rounds=self.project.rounds,
-            next_qid=self.project.next_qid(qid), position=order.index(qid) + 1, count=len(order),
+            "judge.html", caller, title=f"Question {qid}", item=item, state=state,
+            jid=uuid.uuid4().hex, undo_jid=uuid.uuid4().hex, rounds=service.project.rounds,
+            next_qid=service.project.next_qid(qid), position=order.index(qid) + 1,
+            count=len(order), started=len(mine), answers=sum(mine.values()),
+            instructions=self.instructions,
         )  # fmt: skip
 
-    async def judge(self, request: Request) -> Response:
+    async def judge(self, request: Request, caller: _Caller) -> Response:
+        from probrank.serve.judging import Submission, check_judgement_id
+
+        service = self.service()
         qid = request.path_params["qid"]
-        item = self.project.question(qid)
-        fields = await _form(request)
+        item = service.project.question(qid)
+        annotator = self.annotator_of(request, caller)
+        fields = await read_form(request, fields=2 * (len(_FIELDS) + 1))
+        if "annotator" in fields and check_annotator(fields["annotator"]) != annotator:
+            raise Forbidden(f"this link judges as {annotator!r} only")
         missing = [name for name in _FIELDS if name not in fields]
         if missing:
             raise BadRequest(f"the form lacks {', '.join(missing)} (a stale or foreign form?)")
@@ -278,15 +320,37 @@ class _Pages:
             )
         submission = Submission(
             id=check_judgement_id(fields["jid"]),
-            annotator=check_annotator(fields["annotator"]),
+            annotator=annotator,
             qid=qid,
             round=_small_int(fields["round"], "round"),
             left=left,
             right=right,
             choice=_choice(fields["choice"]),
         )
-        receipt = await run_in_threadpool(self.service.submit, submission)
-        next_url = self.url(f"/judge/{qid}", annotator=submission.annotator)
+        receipt = await run_in_threadpool(service.submit, submission)
+        return self._after(request, caller, qid, receipt)
+
+    async def undo(self, request: Request, caller: _Caller) -> Response:
+        from probrank.serve.judging import check_judgement_id
+
+        service = self.service()
+        qid = request.path_params["qid"]
+        service.project.question(qid)
+        annotator = self.annotator_of(request, caller)
+        fields = await read_form(request, fields=6)
+        missing = [name for name in ("jid", "round") if name not in fields]
+        if missing:
+            raise BadRequest(f"the form lacks {', '.join(missing)} (a stale or foreign form?)")
+        receipt = await run_in_threadpool(
+            lambda: service.undo(
+                annotator, qid, jid=check_judgement_id(fields["jid"]),
+                round=_small_int(fields["round"], "round"),
+            )
+        )  # fmt: skip
+        return self._after(request, caller, qid, receipt)
+
+    def _after(self, request: Request, caller: _Caller, qid: str, receipt: Any) -> Response:
+        next_url = caller.url("/judge", qid)
         if not _wants_json(request):
             return RedirectResponse(next_url, 303, headers=_HEADERS)
         body = {
@@ -298,41 +362,84 @@ class _Pages:
         }
         return JSONResponse(body, headers=_HEADERS)
 
-    async def ranking_page(self, request: Request) -> Response:
+    async def ranking_page(self, request: Request, caller: _Caller) -> Response:
+        service = self.service()
         qid = request.path_params["qid"]
-        item = self.project.question(qid)
-        annotator = self.annotator(request)
-        ranking = await run_in_threadpool(self.service.ranking, qid, annotator)
+        item = service.project.question(qid)
+        whose = self.viewed(request, caller)
+        ranking = await run_in_threadpool(service.ranking, qid, whose)
         return self.page(
-            "ranking.html", request, title=f"Ranking of {qid}", item=item, ranking=ranking,
-            svg=ranking_svg(ranking, item.candidate_ids), annotator=annotator,
+            "ranking.html", caller, title=f"Ranking of {qid}", item=item, ranking=ranking,
+            svg=ranking_svg(ranking, item.candidate_ids),
         )  # fmt: skip
 
-    async def admin_page(self, request: Request) -> Response:
-        store = self.service.store
-        counts = await run_in_threadpool(self.service.counts)
-        stats = await run_in_threadpool(lambda: agreement(store.judgements()))
+    # -- the admin's pages ------------------------------------------------------------------
+
+    @staticmethod
+    def _admin_only(caller: _Caller) -> None:
+        if not caller.admin:
+            raise Forbidden("this page is the admin's: an annotator's link does not open it")
+
+    async def admin_page(self, request: Request, caller: _Caller) -> Response:
+        self._admin_only(caller)
+        store = self.store
+        rows = await run_in_threadpool(lambda: store.judgements(live=True))  # one query
+        counts: dict[str, dict[str, int]] = {name: {} for name in store.annotators()}
+        per_question: dict[str, dict[str, int]] = {}
+        for row in rows:
+            mine = counts.setdefault(row.annotator, {})
+            mine[row.qid] = mine.get(row.qid, 0) + 1
+            by = per_question.setdefault(row.qid, {})
+            by[row.annotator] = by.get(row.annotator, 0) + 1
+        stats = await run_in_threadpool(agreement, rows)
+        questions = [item.qid for item in self.preparation.questions]
+        service = self.preparation.service
+        sessions = {
+            "live": service.sessions() if service else 0,
+            "cap": service.max_sessions if service else 0,
+            "evicted": service.evictions if service else 0,
+        }
         return self.page(
-            "admin.html", request, title="Annotators", counts=counts, agreement=stats,
-            total=sum(sum(row.values()) for row in counts.values()), db=store.path.name,
-            journal=store.journal_mode.upper(), fmt=_format_stat,
+            "admin.html", caller, title="Annotators", counts=counts, agreement=stats,
+            total=len(rows), db=store.path.name, journal=store.journal_mode.upper(),
+            fmt=_format_stat, questions=questions, per_question=per_question,
+            progress=self.preparation.progress(), sessions=sessions,
         )  # fmt: skip
 
-    async def export_jsonl(self, request: Request) -> Response:
-        judgements = await run_in_threadpool(self.service.store.judgements)
-        return StreamingResponse(
-            jsonl_lines(judgements),
-            media_type="application/x-ndjson; charset=utf-8",
-            headers={**_HEADERS, "Content-Disposition": 'attachment; filename="judgements.jsonl"'},
+    def _selected(self, request: Request, caller: _Caller) -> list[Judgement]:
+        self._admin_only(caller)
+        annotator = request.query_params.get("annotator") or None
+        qid = request.query_params.get("question") or None
+        return self.store.judgements(
+            annotator=check_annotator(annotator) if annotator else None, qid=qid
         )
 
-    async def export_prefs(self, request: Request) -> Response:
-        judgements = await run_in_threadpool(self.service.store.judgements)
-        return StreamingResponse(
-            prefs_lines(judgements),
-            media_type="text/plain; charset=utf-8",
-            headers={**_HEADERS, "Content-Disposition": 'attachment; filename="judgements.prefs"'},
+    def _export(self, body: str, kind: str, name: str) -> Response:
+        headers = {**_HEADERS, "Content-Disposition": f'attachment; filename="{name}"'}
+        return Response(body.encode("utf-8"), media_type=kind, headers=headers)
+
+    async def export_jsonl(self, request: Request, caller: _Caller) -> Response:
+        self._admin_only(caller)
+        annotator = request.query_params.get("annotator") or None
+        body = await run_in_threadpool(
+            lambda: self.store.export_jsonl(
+                annotator=check_annotator(annotator) if annotator else None,
+                qid=request.query_params.get("question") or None,
+            )
         )
+        return self._export(body, "application/x-ndjson; charset=utf-8", "judgements.jsonl")
+
+    async def export_csv(self, request: Request, caller: _Caller) -> Response:
+        body = await run_in_threadpool(lambda: _csv(self._selected(request, caller)))
+        return self._export(body, "text/csv; charset=utf-8", "judgements.csv")
+
+    async def export_prefs(self, request: Request, caller: _Caller) -> Response:
+        body = await run_in_threadpool(
+            lambda: "".join(prefs_lines(j for j in self._selected(request, caller) if j.live))
+        )
+        return self._export(body, "text/plain; charset=utf-8", "judgements.prefs")
+
+    # -- open routes and fallbacks ----------------------------------------------------------
 
     async def static(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -342,9 +449,7 @@ class _Pages:
         return Response(text, media_type=_STATIC[name], headers={"Cache-Control": "no-cache"})
 
     async def health(self, request: Request) -> Response:
-        return PlainTextResponse("ok")
-
-    # -- fallbacks ------------------------------------------------------------------------------
+        return PlainTextResponse("ok" if self.preparation.service is not None else "preparing")
 
     async def http_error(self, request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 500)
@@ -363,33 +468,59 @@ class _Pages:
         return PlainTextResponse(f"probrank serve: {message}", status_code=500)
 
 
+def _csv(judgements: Iterable[Judgement]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=_EXPORT_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for judgement in judgements:
+        writer.writerow(judgement.to_json())
+    return out.getvalue()
+
+
 def _format_stat(value: float | None) -> str:
     return "undefined" if value is None else f"{value:.3f}"
 
 
-def create_app(service: JudgingService, *, token: str | None = None) -> Starlette:
-    """The Starlette application over ``service``.
+def create_app(
+    target: JudgingService | Preparation,
+    *,
+    store: JudgementStore | None = None,
+    instructions: str | None = None,
+) -> Starlette:
+    """The Starlette application.
 
     Args:
-        service: The sessions, project and database.
-        token: The project's secret token (default: the database's).
+        target: A ready service, or the preparation of one (:mod:`~probrank.serve.startup`).
+        store: The database (default: the service's; needed with a preparation).
+        instructions: Markdown instructions for the annotators (rendered safely).
 
     Returns:
         The ASGI application (run it with uvicorn; see :func:`probrank.serve.server.serve`).
+
+    Raises:
+        InputDataError: a preparation without a store.
     """
-    pages = _Pages(service, token or service.store.token)
+    if isinstance(target, Preparation):
+        preparation = target
+    else:
+        preparation = Preparation(target.project.questions, service=target)
+        store = store or target.store
+    if store is None:
+        raise InputDataError("create_app needs the database (store=) with a preparation")
+    pages = _Pages(preparation, store, instructions)
     guarded = pages.guarded
     routes = [
         Route("/", guarded(pages.start_page), methods=["GET"]),
-        Route("/start", guarded(pages.start), methods=["POST"]),
         Route("/judge/{qid}", guarded(pages.judge_page), methods=["GET"]),
         Route("/judge/{qid}", guarded(pages.judge), methods=["POST"]),
+        Route("/undo/{qid}", guarded(pages.undo), methods=["POST"]),
         Route("/ranking/{qid}", guarded(pages.ranking_page), methods=["GET"]),
         Route("/admin", guarded(pages.admin_page), methods=["GET"]),
         Route("/export.jsonl", guarded(pages.export_jsonl), methods=["GET"]),
+        Route("/export.csv", guarded(pages.export_csv), methods=["GET"]),
         Route("/export.prefs", guarded(pages.export_prefs), methods=["GET"]),
-        Route("/static/{name}", guarded(pages.static, token=False), methods=["GET"]),
-        Route("/health", guarded(pages.health, token=False), methods=["GET"]),
+        Route("/static/{name}", pages.open(pages.static), methods=["GET"]),
+        Route("/health", pages.open(pages.health), methods=["GET"]),
     ]
     return Starlette(
         routes=routes,

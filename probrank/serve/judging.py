@@ -13,9 +13,18 @@ session log: the database is the log). A judgement round (:meth:`JudgingService.
 
 The answer is sent only after step 2, so every acknowledged judgement is on disk. A session's
 rounds run one at a time (a lock per session); sessions of different annotators run in
-parallel. After a restart, :meth:`JudgingService.rebuild` replays every stored judgement in
-commit order into fresh sessions, checking at each round that the session offers the very pair
-the database holds: the posteriors are the ones the annotators saw.
+parallel.
+
+Sessions are made on first use and rebuilt from the database: the stored answers of that
+annotator on that question that stand (not taken back by an undo) are replayed in commit order
+into a fresh session, checking at each step that the session offers the very pair the database
+holds, so the posteriors are the ones the annotators saw. Nothing is replayed at start (a
+restart over 10,000 judgements answers at once; each session is rebuilt when it is first
+asked for), and at most ``max_sessions`` sessions (:data:`DEFAULT_MAX_SESSIONS`) are kept:
+the least recently used one is dropped (never one in use) and rebuilt, identical, when it is
+asked for again. An undo (:meth:`JudgingService.undo`) is an event of its own; the session is
+rebuilt from the answers that still stand, so the posterior and the next pair are the ones
+before the retracted answer.
 
 The ranking of a question (:meth:`JudgingService.ranking`) is one annotator's session posterior
 or, for all annotators together, a fresh posterior updated with every preference stored for the
@@ -24,26 +33,27 @@ question (kept up to date incrementally).
 
 from __future__ import annotations
 
-import functools
+import ctypes
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
-import torch
-from gpytorch.distributions import MultivariateNormal
 
 from probrank.acquisition.pairs import ExhaustedPairsError
 from probrank.exceptions import InputDataError
 from probrank.interactive.session import InteractiveSession
 from probrank.posteriors.protocol import PreferenceModel
 from probrank.serve.errors import BadRequest, Conflict
+from probrank.serve.identity import check_name
 from probrank.serve.project import Project
+from probrank.serve.ranking import Ranking, _ranking, best_probabilities
+from probrank.serve.server import DEFAULT_MAX_SESSIONS
 from probrank.serve.store import Choice, Judgement, JudgementStore, StaleRoundError
 
 __all__ = [
+    "DEFAULT_MAX_SESSIONS",
     "JudgingService",
     "Ranking",
     "Receipt",
@@ -54,20 +64,18 @@ __all__ = [
     "check_judgement_id",
 ]
 
-_NAME = re.compile(r"[^\W_][\w.@-]{0,39}")
+
 _JUDGEMENT_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
-_Z90 = 1.6448536269514722  # standard normal 95% quantile: a central 90% interval
 
 
 def check_annotator(name: str) -> str:
-    """``name`` if it is a valid annotator name (1-40 letters, digits, ``_ . @ -``, starting
-    with a letter or digit), else :class:`~probrank.serve.errors.BadRequest`."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise BadRequest(
-            f"annotator name {str(name)[:60]!r} is not valid: 1 to 40 letters, digits or "
-            "_ . @ -, starting with a letter or digit"
-        )
-    return name
+    """``name`` NFC-normalised if it is a valid annotator name
+    (:func:`~probrank.serve.identity.check_name`), else
+    :class:`~probrank.serve.errors.BadRequest`."""
+    try:
+        return check_name(name)
+    except InputDataError as exc:
+        raise BadRequest(exc.reason) from None
 
 
 def check_judgement_id(value: str) -> str:
@@ -75,35 +83,6 @@ def check_judgement_id(value: str) -> str:
     if not isinstance(value, str) or not _JUDGEMENT_ID.fullmatch(value):
         raise BadRequest(f"judgement id {str(value)[:80]!r} is not 8 to 64 of A-Z a-z 0-9 _ -")
     return value
-
-
-@functools.lru_cache(maxsize=64)
-def _noise(draws: int, n: int) -> np.ndarray:
-    """The standard normal `draws x n` matrix of :func:`best_probabilities` (seed 0), made once
-    per size (read-only)."""
-    noise = np.random.default_rng(0).standard_normal((draws, n))
-    noise.setflags(write=False)
-    return noise
-
-
-def best_probabilities(posterior: MultivariateNormal, *, draws: int = 2000) -> list[float]:
-    """Monte Carlo probability that each candidate has the highest utility.
-
-    Args:
-        posterior: Joint posterior over `n` candidates.
-        draws: Joint draws (seeded: the same posterior gives the same numbers).
-
-    Returns:
-        `n` probabilities summing to 1.
-    """
-    mean = posterior.mean.detach().to(torch.float64).reshape(-1).cpu().numpy()
-    covariance = posterior.covariance_matrix.detach().to(torch.float64).cpu().numpy()
-    values, vectors = np.linalg.eigh((covariance + covariance.T) / 2)
-    root = vectors * np.sqrt(np.clip(values, 0.0, None))
-    noise = _noise(draws, mean.shape[0])
-    winners = (mean + noise @ root.T).argmax(axis=1)
-    counts = np.bincount(winners, minlength=mean.shape[0])
-    return [float(c) / draws for c in counts]
 
 
 @dataclass(frozen=True)
@@ -126,7 +105,7 @@ class RoundState:
     Attributes:
         qid: The question.
         annotator: The annotator.
-        round: Answers so far (judgements and ties): the round the next answer is for.
+        round: Events so far (answers and undos): the round the next event is for.
         judgements: Preferences so far.
         ties: "Both bad / can't tell" answers so far.
         num_pairs: Unordered pairs of the question's candidates.
@@ -135,6 +114,8 @@ class RoundState:
         reason: Why the question is done ("" while it is not).
         top: The candidate with the highest posterior mean.
         confidence: Posterior probability that ``top`` is the best candidate.
+        answers: Answers that stand (judgements and ties).
+        can_undo: Whether an answer can be taken back.
     """
 
     qid: str
@@ -148,6 +129,8 @@ class RoundState:
     reason: str
     top: int
     confidence: float
+    answers: int = 0
+    can_undo: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON (``pair`` as a list or null)."""
@@ -163,6 +146,8 @@ class RoundState:
             "reason": self.reason,
             "top": self.top,
             "confidence": self.confidence,
+            "answers": self.answers,
+            "can_undo": self.can_undo,
         }
 
 
@@ -175,47 +160,17 @@ class Receipt:
     state: RoundState
 
 
-@dataclass(frozen=True)
-class Ranking:
-    """A question's candidates under a posterior (lists indexed by candidate).
-
-    Attributes:
-        qid: The question.
-        annotator: Whose session, or None for all annotators' preferences together.
-        judgements: Preferences the posterior has learnt.
-        order: Candidate indices by posterior mean, best first.
-        mean: Posterior mean utilities.
-        lower: Lower ends of the central 90% credible intervals.
-        upper: Upper ends.
-        best: Probability that each candidate is the best.
-    """
-
-    qid: str
-    annotator: str | None
-    judgements: int
-    order: list[int]
-    mean: list[float]
-    lower: list[float]
-    upper: list[float]
-    best: list[float]
+_TRIM_EVERY = 64
+"""Evictions between two returns of freed memory to the system (:func:`_release_memory`)."""
 
 
-def _ranking(
-    posterior: MultivariateNormal, qid: str, annotator: str | None, judgements: int
-) -> Ranking:
-    mean = posterior.mean.detach().to(torch.float64).reshape(-1)
-    sd = posterior.variance.detach().to(torch.float64).reshape(-1).clamp_min(0.0).sqrt()
-    order = torch.sort(mean, descending=True, stable=True).indices.tolist()
-    return Ranking(
-        qid=qid,
-        annotator=annotator,
-        judgements=judgements,
-        order=[int(i) for i in order],
-        mean=mean.tolist(),
-        lower=(mean - _Z90 * sd).tolist(),
-        upper=(mean + _Z90 * sd).tolist(),
-        best=best_probabilities(posterior),
-    )
+def _release_memory() -> None:
+    """Give freed heap memory back to the system (glibc's ``malloc_trim``; nothing elsewhere):
+    without it the process keeps the peak of dropped sessions' memory."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 class _Live:
@@ -226,6 +181,8 @@ class _Live:
         self.lock = threading.Lock()
         self.judgements = 0
         self.ties = 0
+        self.events = 0
+        self.stack: list[Judgement] = []
 
 
 class _Pooled:
@@ -237,25 +194,37 @@ class _Pooled:
         self.judgements = 0
 
 
+Key = tuple[str, str]
+
+
 class JudgingService:
     """The annotators' sessions of a project over its judgement database.
 
     Args:
         project: The questions and the ranker.
         store: The database (its project identity is checked, or set on first use).
+        max_sessions: Sessions kept in memory (least recently used ones are dropped and
+            rebuilt from the database when asked for again).
 
     Raises:
-        InputDataError: the database belongs to another project.
+        InputDataError: the database belongs to another project, or a bad ``max_sessions``.
     """
 
-    def __init__(self, project: Project, store: JudgementStore) -> None:
+    def __init__(
+        self, project: Project, store: JudgementStore, *, max_sessions: int = DEFAULT_MAX_SESSIONS
+    ) -> None:
+        if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
+            raise InputDataError(f"max_sessions must be a positive integer, got {max_sessions!r}")
         store.check_project(project.identity())
         self.project = project
         self.store = store
-        self._live: dict[tuple[str, str], _Live] = {}
+        self.max_sessions = max_sessions
+        self._live: OrderedDict[Key, _Live] = OrderedDict()
+        self._building: dict[Key, threading.Lock] = {}
         self._pooled: dict[str, _Pooled] = {}
         self._create = threading.Lock()
         self._pool = threading.Lock()
+        self.evictions = 0
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -272,26 +241,53 @@ class JudgingService:
             InputDataError: a stored round the model does not replay (another model or
                 settings than the judgements were made with).
         """
-        keys = dict.fromkeys((j.annotator, j.qid) for j in self.store.judgements())
+        keys = dict.fromkeys((j.annotator, j.qid) for j in self.store.judgements(live=True))
         total = 0
         for annotator, qid in keys:
-            live = self._session(annotator, qid)
-            total += live.session.round
-            if progress is not None:
-                progress(live.session.round)
+            with self._locked(annotator, qid) as live:
+                total += live.session.round
+                if progress is not None:
+                    progress(live.session.round)
         return total
+
+    def sessions(self) -> int:
+        """Sessions in memory now."""
+        return len(self._live)
 
     def _session(self, annotator: str, qid: str) -> _Live:
         key = (annotator, qid)
-        live = self._live.get(key)
-        if live is not None:
-            return live
         with self._create:
             live = self._live.get(key)
+            if live is not None:
+                self._live.move_to_end(key)
+                return live
+            building = self._building.setdefault(key, threading.Lock())
+        with building:  # one build per session at a time; others wait and reuse it
+            with self._create:
+                live = self._live.get(key)
             if live is None:
                 live = self._build(annotator, qid)
-                self._live[key] = live
+                self._insert(key, live)
         return live
+
+    def _insert(self, key: Key, live: _Live) -> None:
+        with self._create:
+            self._live[key] = live
+            self._live.move_to_end(key)
+            extra = len(self._live) - self.max_sessions
+            before = self.evictions
+            for old in list(self._live)[:-1]:
+                if extra <= 0:
+                    break
+                if not self._live[old].lock.locked():  # never one in use
+                    del self._live[old]
+                    self.evictions += 1
+                    extra -= 1
+        if self.evictions // _TRIM_EVERY > before // _TRIM_EVERY:
+            _release_memory()
+
+    def _locked(self, annotator: str, qid: str) -> _SessionLock:
+        return _SessionLock(self, annotator, qid)
 
     def _build(self, annotator: str, qid: str) -> _Live:
         project = self.project
@@ -303,7 +299,8 @@ class JudgingService:
             features=project.features(qid),
             strategy=project.strategy,
         )
-        stored = self.store.judgements(qid=qid, annotator=annotator)
+        events = self.store.judgements(qid=qid, annotator=annotator)
+        stored = [judgement for judgement in events if judgement.live]
         if not self.store.check_prior(qid, session.prior_fingerprint):
             raise InputDataError(
                 f"question {qid!r}: the model's prior differs from the one the stored "
@@ -312,9 +309,10 @@ class JudgingService:
                 path=self.store.path,
             )
         live = _Live(session)
+        live.events = len(events)
         for judgement in stored:
             pair = self._offer(session)
-            if judgement.round != session.round or pair != (judgement.left, judgement.right):
+            if pair != (judgement.left, judgement.right):
                 raise InputDataError(
                     f"annotator {annotator!r}, question {qid!r}, round {judgement.round}: the "
                     f"model offers {pair} but the database holds ({judgement.left}, "
@@ -322,6 +320,7 @@ class JudgingService:
                     path=self.store.path,
                 )
             self._apply(live, judgement)
+            live.stack.append(judgement)
         return live
 
     @staticmethod
@@ -358,7 +357,7 @@ class JudgingService:
         return RoundState(
             qid=qid,
             annotator=annotator,
-            round=session.round,
+            round=live.events,
             judgements=live.judgements,
             ties=live.ties,
             num_pairs=n * (n - 1) // 2,
@@ -367,6 +366,8 @@ class JudgingService:
             reason=reason,
             top=top,
             confidence=probabilities[top],
+            answers=live.judgements + live.ties,
+            can_undo=bool(live.stack),
         )
 
     def state(self, annotator: str, qid: str) -> RoundState:
@@ -376,8 +377,7 @@ class JudgingService:
             NotFound: an unknown question.
         """
         self.project.question(qid)
-        live = self._session(annotator, qid)
-        with live.lock:
+        with self._locked(annotator, qid) as live:
             return self._state(live, annotator, qid)
 
     # -- the judgement round ------------------------------------------------------------------
@@ -393,18 +393,19 @@ class JudgingService:
         """
         s = submission
         item = self.project.question(s.qid)
-        live = self._session(s.annotator, s.qid)
-        with live.lock:
+        if s.choice is Choice.UNDO:
+            raise BadRequest("an undo is not an answer: use the undo button")
+        with self._locked(s.annotator, s.qid) as live:
             earlier = self.store.get(s.id)
             if earlier is not None:
                 return self._again(live, earlier, s)
             pair, reason = self._done(live)
             if pair is None:
                 raise Conflict(f"question {s.qid!r} is done: {reason}")
-            if s.round != live.session.round:
+            if s.round != live.events:
                 raise Conflict(
                     f"this page is out of date: it answers round {s.round + 1}, but "
-                    f"{live.session.round} answers are stored (another tab?); reload the page"
+                    f"{live.events} answers are stored (another tab?); reload the page"
                 )
             if (s.left, s.right) != pair:
                 raise BadRequest(
@@ -422,18 +423,77 @@ class JudgingService:
                 right_id=item.candidate_ids[s.right],
                 choice=s.choice,
             )
-            try:
-                stored, created = self.store.record(judgement)
-            except StaleRoundError as exc:
-                raise Conflict(exc.reason) from None
+            stored, created = self._record(judgement)
             if not created:  # the same id, committed meanwhile for another session
                 return self._again(live, stored, s)
             try:
                 self._apply(live, stored)
+                live.events += 1
+                live.stack.append(stored)
             except BaseException:
-                self._live.pop((s.annotator, s.qid), None)  # rebuilt from the database
+                self._forget(s.annotator, s.qid)  # rebuilt from the database
                 raise
             return Receipt(stored, False, self._state(live, s.annotator, s.qid))
+
+    def _record(self, judgement: Judgement) -> tuple[Judgement, bool]:
+        try:
+            return self.store.record(judgement)
+        except StaleRoundError as exc:
+            self._forget(judgement.annotator, judgement.qid)  # out of step: rebuild it
+            raise Conflict(exc.reason) from None
+
+    def _forget(self, annotator: str, qid: str) -> None:
+        with self._create:
+            self._live.pop((annotator, qid), None)
+
+    def undo(self, annotator: str, qid: str, *, jid: str, round: int) -> Receipt:
+        """Take back ``annotator``'s last answer on ``qid`` that stands: an undo event is
+        committed (nothing deleted), the session is rebuilt from the answers that stand.
+
+        Args:
+            annotator: Who takes it back (only their own answers).
+            qid: The question.
+            jid: The client's id of the undo event (a retry with the same id is harmless).
+            round: The round the page showed (a stale page is refused).
+
+        Raises:
+            NotFound: an unknown question.
+            Conflict: nothing to take back, a stale page, or an id used for something else.
+        """
+        self.project.question(qid)
+        with self._locked(annotator, qid) as live:
+            earlier = self.store.get(jid)
+            if earlier is not None:
+                if earlier.choice is not Choice.UNDO or earlier.annotator != annotator:
+                    raise Conflict(f"judgement id {jid!r} was used for another answer already")
+                return Receipt(earlier, True, self._state(live, annotator, qid))
+            if round != live.events:
+                raise Conflict(
+                    "this page is out of date (another tab?); reload it before taking an "
+                    "answer back"
+                )
+            if not live.stack:
+                raise Conflict(f"there is no answer of yours on question {qid!r} to take back")
+            target = live.stack[-1]
+            event = Judgement(
+                id=jid,
+                annotator=annotator,
+                qid=qid,
+                round=live.events,
+                left=target.left,
+                right=target.right,
+                left_id=target.left_id,
+                right_id=target.right_id,
+                choice=Choice.UNDO,
+                retracts=target.id,
+            )
+            stored, created = self._record(event)
+            if not created:
+                raise Conflict(f"judgement id {jid!r} was used for another answer already")
+            fresh = self._build(annotator, qid)
+            with fresh.lock:
+                self._insert((annotator, qid), fresh)
+                return Receipt(stored, False, self._state(fresh, annotator, qid))
 
     def _again(self, live: _Live, earlier: Judgement, s: Submission) -> Receipt:
         candidate = Judgement(s.id, s.annotator, s.qid, s.round, s.left, s.right, "", "", s.choice)
@@ -455,26 +515,49 @@ class JudgingService:
         """
         self.project.question(qid)
         if annotator is not None:
-            live = self._session(annotator, qid)
-            with live.lock:
+            with self._locked(annotator, qid) as live:
                 return _ranking(live.session.posterior(), qid, annotator, live.judgements)
         with self._pool:
             pooled = self._pooled.get(qid)
-            if pooled is None:
-                features = self.project.features(qid)
+            new = self.store.judgements(qid=qid, after=pooled.seq if pooled else 0)
+            if pooled is None or any(j.choice is Choice.UNDO for j in new):
+                features = self.project.features(qid)  # (re)built from the answers that stand
                 model = self.project.ranker.preference_model(features, seed=self.project.seed)
                 pooled = self._pooled[qid] = _Pooled(model)
-            for judgement in self.store.judgements(qid=qid, after=pooled.seq):
-                if judgement.winner is not None and judgement.loser is not None:
+                new = self.store.judgements(qid=qid)
+            for judgement in new:
+                if judgement.live and judgement.winner is not None and judgement.loser is not None:
                     pooled.model.update(judgement.winner, judgement.loser)
                     pooled.judgements += 1
                 pooled.seq = judgement.seq
             return _ranking(pooled.model.posterior(), qid, None, pooled.judgements)
 
     def counts(self) -> dict[str, dict[str, int]]:
-        """Per annotator, the number of answers per question (from the database)."""
-        table: dict[str, dict[str, int]] = {name: {} for name in self.store.annotators()}
-        for judgement in self.store.judgements():
-            row = table.setdefault(judgement.annotator, {})
-            row[judgement.qid] = row.get(judgement.qid, 0) + 1
-        return table
+        """Per annotator, the answers that stand per question (one query)."""
+        return self.store.counts()
+
+
+class _SessionLock:
+    """``with`` a session locked, the one in the service's table (an evicted or replaced one
+    is never used: the lock is taken again on the current one)."""
+
+    def __init__(self, service: JudgingService, annotator: str, qid: str) -> None:
+        self.service = service
+        self.key = (annotator, qid)
+        self.live: _Live | None = None
+
+    def __enter__(self) -> _Live:
+        service = self.service
+        while True:
+            live = service._session(*self.key)
+            live.lock.acquire()
+            with service._create:
+                current = service._live.get(self.key)
+            if current is live:
+                self.live = live
+                return live
+            live.lock.release()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.lock.release()

@@ -4,10 +4,12 @@ inline SVG (drawn on the server; no script, no image file). Every label is escap
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup, escape
 
-from probrank.serve.judging import Ranking
+if TYPE_CHECKING:  # no torch at import: the pages are served before the model loads
+    from probrank.serve.ranking import Ranking
 
 __all__ = ["ranking_svg"]
 

@@ -149,9 +149,17 @@ class Project:
                 self._features[item.qid] = x[start : start + len(item)].clone()
                 start += len(item)
 
+    def encoded(self) -> int:
+        """Questions whose features are ready."""
+        return len(self._features)
+
     def features(self, qid: str) -> Tensor:
-        """`n x d` pair features of question ``qid``'s candidates (encoded on first use)."""
+        """`n x d` pair features of question ``qid``'s candidates (encoded on first use; the
+        ones ready are read without waiting for another question's encoding)."""
         item = self.question(qid)
+        ready = self._features.get(qid)
+        if ready is not None:
+            return ready
         with self._lock:
             cached = self._features.get(qid)
             if cached is None:

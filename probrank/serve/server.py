@@ -1,31 +1,68 @@
-"""``probrank serve``: load the questions and the ranker, open the database, replay it, serve.
+"""``probrank serve``: check the inputs, open the database, bind, print the links, serve.
 
-The server binds 127.0.0.1 unless another address is asked for explicitly (``host``), prints
-the address with the project's token (``http://127.0.0.1:8765/?token=...``) once everything is
-ready, and runs uvicorn (one process; judgement rounds run in its thread pool) until Ctrl-C or
-SIGTERM.
+The order is chosen so that bad input leaves nothing behind and the address comes at once:
+
+1. the inputs are checked before any file is made: the questions are read (no torch needed),
+   a ``--model`` folder must hold a saved ranker's manifest, the database file must be absent,
+   empty or a probrank judgement database (another application's SQLite file is refused
+   before anything is written);
+2. the port is bound (127.0.0.1 unless ``host`` says otherwise), the database opened (made
+   0600, migrated from the first version if need be), a new admin token made;
+3. the addresses are printed (the admin link ``http://127.0.0.1:8765/admin?token=...``; each
+   annotator has a link of their own from ``probrank annotators add``) and uvicorn serves;
+4. torch, the ranker (or its warm start) and the features are prepared in a thread
+   (:mod:`~probrank.serve.startup`): meanwhile the judging pages say "preparing" with the
+   progress and refresh themselves; the admin page and the exports work at once. A failure of
+   the preparation (a database made with another model, say) stops the server with that
+   error, and a database made by this run with nothing in it is removed.
+
+Nothing is replayed at start: each annotator's session is rebuilt from the database on its
+first request. uvicorn runs with a header-read timeout (:data:`HEADER_TIMEOUT`: a connection
+that has not sent a request's headers by then is closed) and keep-alive timeout.
 """
 
 from __future__ import annotations
 
 import errno
 import ipaddress
+import json
 import os
 import socket
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from probrank.exceptions import InputDataError
 
-__all__ = ["DEFAULT_DB", "DEFAULT_PORT", "ServeOptions", "bind", "serve", "url_of"]
+__all__ = [
+    "DEFAULT_DB",
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_PORT",
+    "HEADER_TIMEOUT",
+    "ServeOptions",
+    "bind",
+    "serve",
+    "url_of",
+]
 
 DEFAULT_DB = "probrank-judgements.sqlite"
 """The database file when none is named."""
 
 DEFAULT_PORT = 8765
 """The port when none is named."""
+
+DEFAULT_MAX_SESSIONS = 100
+"""Annotator sessions kept in memory (see :mod:`~probrank.serve.judging`): about 4 MB each at
+45 candidates with the Laplace posterior (``benchmarks/serve_latency.py --scale``), so about
+400 MB; enough for 50 annotators on two questions each at a time."""
+
+HEADER_TIMEOUT = 10.0
+"""Seconds a connection may take to send a request's headers before it is closed."""
+
+KEEP_ALIVE = 5
+"""Seconds an idle keep-alive connection is kept."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +85,9 @@ class ServeOptions:
         rounds: Judgements per annotator and question (None: until the pairs run out).
         model: A saved InteractiveRanker folder.
         threads: Torch intra-op threads (default 1).
+        max_sessions: Sessions kept in memory (least recently used ones are rebuilt from
+            the database when asked for again).
+        instructions: A Markdown file of instructions for the annotators.
     """
 
     data: str | None = None
@@ -64,6 +104,8 @@ class ServeOptions:
     rounds: int | None = None
     model: str | None = None
     threads: int = 1
+    max_sessions: int = DEFAULT_MAX_SESSIONS
+    instructions: str | None = None
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -94,8 +136,9 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def url_of(sock: socket.socket, token: str) -> str:
-    """The judging page's address for a bound socket (a wildcard host shown as loopback)."""
+def url_of(sock: socket.socket, path: str = "/", token: str | None = None) -> str:
+    """The address of ``path`` on a bound socket (a wildcard host shown as loopback), with
+    ``token`` in its query string."""
     host, port = sock.getsockname()[:2]
     try:
         address = ipaddress.ip_address(host)
@@ -105,7 +148,8 @@ def url_of(sock: socket.socket, token: str) -> str:
         host = "127.0.0.1" if address.version == 4 else "::1"
         address = ipaddress.ip_address(host)
     shown = f"[{host}]" if address is not None and address.version == 6 else host
-    return f"http://{shown}:{port}/?token={token}"
+    query = "" if token is None else f"?token={token}"
+    return f"http://{shown}:{port}{path}{query}"
 
 
 def _say(out: TextIO, text: str) -> None:
@@ -113,68 +157,131 @@ def _say(out: TextIO, text: str) -> None:
     out.flush()
 
 
+def _check_model(model: str) -> None:
+    """A saved ranker's folder (its manifest read as JSON; the weights load later)."""
+    folder = Path(model)
+    manifest = folder / "manifest.json"
+    if not folder.is_dir():
+        raise InputDataError("not a saved model: no such folder", path=folder)
+    try:
+        header: Any = json.loads(manifest.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputDataError("not a saved probrank model: no manifest.json", path=folder) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputDataError(f"damaged manifest ({exc})", path=manifest) from None
+    kind = header.get("model_class") if isinstance(header, dict) else None
+    if kind != "InteractiveRanker":
+        raise InputDataError(
+            f"a saved {kind or 'unknown'} model, not an InteractiveRanker", path=folder
+        )
+
+
+def _read_instructions(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputDataError("no such file", path=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputDataError(f"cannot be read as UTF-8 text ({exc})", path=path) from None
+
+
+def _questions(options: ServeOptions) -> tuple[list[Any], str]:
+    from probrank.serve.sources import load_questions, load_trec_questions
+
+    trec = (options.topics, options.run, options.documents)
+    if any(trec):
+        if not all(trec) or options.data is not None:
+            raise InputDataError("TREC input needs --topics, --run and --docs, and no --data")
+        return load_trec_questions(
+            str(options.topics), str(options.run), str(options.documents), depth=options.depth
+        )
+    return load_questions(options.data or "liveqa-med")
+
+
 def serve(options: ServeOptions, *, out: TextIO | None = None) -> None:
     """Run the judging server until interrupted.
 
     Args:
         options: What to serve and where.
-        out: Where the address and the start-up lines go (default stdout).
+        out: Where the addresses and the start-up lines go (default stdout).
 
     Raises:
-        InputDataError: bad input (data, model, database, address); see the loaders.
+        InputDataError: bad input (data, model, database, address), found before anything
+            is written; or an error of the preparation (see the module docstring).
     """
-    import torch
     import uvicorn
 
-    from probrank.serve.app import create_app
-    from probrank.serve.judging import JudgingService
-    from probrank.serve.project import Project
-    from probrank.serve.sources import (
-        build_ranker,
-        cached_encoder,
-        load_questions,
-        load_trec_questions,
-    )
+    from probrank.serve.app import create_app, header_timeout_protocol
+    from probrank.serve.schema import inspect_database
+    from probrank.serve.startup import Preparation, PrepareOptions, prepare
     from probrank.serve.store import JudgementStore
 
     out = out or sys.stdout
-    if not Path(options.db).parent.is_dir():  # before the data and the model are loaded
-        raise InputDataError("the database's folder does not exist", path=options.db)
-    torch.set_num_threads(options.threads)
-    trec = (options.topics, options.run, options.documents)
-    if any(trec):
-        if not all(trec) or options.data is not None:
-            raise InputDataError("TREC input needs --topics, --run and --docs, and no --data")
-        questions, source = load_trec_questions(
-            str(options.topics), str(options.run), str(options.documents), depth=options.depth
-        )
-    else:
-        questions, source = load_questions(options.data or "liveqa-med")
-    sock = bind(options.host, options.port)  # refuse a busy port before the slow part
+    db = Path(options.db)
+    if not db.parent.is_dir():  # before the data and the model are read
+        raise InputDataError("the database's folder does not exist", path=db)
+    questions, source = _questions(options)
+    if options.model is not None:
+        _check_model(options.model)
+    instructions = _read_instructions(options.instructions) if options.instructions else None
+    inspect_database(db)  # another application's file: refused before anything is written
+    sock = bind(options.host, options.port)
+    failure: list[BaseException] = []
     try:
-        with JudgementStore(options.db) as store:
-            ranker = build_ranker(
-                posterior=options.posterior, seed=options.seed, model=options.model
-            )
-            encoder = cached_encoder(ranker.encoder) if options.model else None
-            project = Project(
-                questions, ranker, source=source, seed=options.seed, strategy=options.strategy,
-                rounds=options.rounds, encoder=encoder,
-            )  # fmt: skip
-            project.encode()
-            service = JudgingService(project, store)
-            replayed = service.rebuild()
-            app = create_app(service)
-            _say(out, f"probrank serve: {project}; database {os.fspath(store.path)} "
-                      f"({replayed} answers replayed)")  # fmt: skip
-            if not ipaddress.ip_address(sock.getsockname()[0]).is_loopback:
-                _say(out, "probrank serve: listening beyond this machine: anyone who has the "
-                          "address with its token can judge")  # fmt: skip
-            _say(out, f"probrank serve: open {url_of(sock, store.token)}")
+        with JudgementStore(db) as store:
+            admin = store.issue_admin_token()
+            preparation = Preparation(questions)
+            app = create_app(preparation, store=store, instructions=instructions)
             config = uvicorn.Config(
                 app, log_level="warning", access_log=False, lifespan="off",
-                timeout_graceful_shutdown=5,
+                timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE,
+                http=header_timeout_protocol(HEADER_TIMEOUT),
             )  # fmt: skip
-            uvicorn.Server(config).run(sockets=[sock])
+            server = uvicorn.Server(config)
+
+            def stop(exc: BaseException) -> None:
+                failure.append(exc)
+                server.should_exit = True
+
+            work = PrepareOptions(
+                questions=questions, source=source, posterior=options.posterior,
+                strategy=options.strategy, seed=options.seed, rounds=options.rounds,
+                model=options.model, max_sessions=options.max_sessions,
+                threads=options.threads,
+            )  # fmt: skip
+            stored = store.count()
+            if store.migrated:
+                _say(out, "probrank serve: the database was made by an earlier probrank: "
+                          "migrated; its shared token no longer works: give each annotator a "
+                          f"link with `probrank annotators add NAME --db {db}`")  # fmt: skip
+            _say(out, f"probrank serve: {len(questions)} questions from {source}; database "
+                      f"{os.fspath(store.path)} ({stored} answers stored; sessions are rebuilt "
+                      "from them on first use); preparing the model in the background")  # fmt: skip
+            if not ipaddress.ip_address(sock.getsockname()[0]).is_loopback:
+                _say(out, "probrank serve: listening beyond this machine: anyone who has a "
+                          "link with its token can use it")  # fmt: skip
+            _say(out, f"probrank serve: annotators' links: probrank annotators add NAME "
+                      f"--db {db} --url {url_of(sock, '')}")  # fmt: skip
+            _say(out, f"probrank serve: open {url_of(sock, '/admin', admin)}")
+            thread = threading.Thread(
+                target=prepare, args=(work, store, preparation), kwargs={"on_error": stop},
+                name="probrank-serve-prepare", daemon=True,
+            )  # fmt: skip
+            thread.start()
+            server.run(sockets=[sock])
+            if failure and store.created and store.count() == 0:
+                _remove(store)
     finally:
         sock.close()
+    if failure:
+        raise failure[0]
+
+
+def _remove(store: Any) -> None:
+    """Close and delete a database this run made and left empty."""
+    store.close()
+    for path in (store.path, Path(f"{store.path}-wal"), Path(f"{store.path}-shm")):
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass

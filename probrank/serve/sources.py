@@ -24,21 +24,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-
-from probrank._options import parse_enum
 from probrank.data.candidates import CandidateList, pair_texts
 from probrank.data.datasets import (
     dataset_info,
     dataset_names,
     load_candidate_lists,
 )
-from probrank.encoders.config import encoder_cache_dir, encoder_from_config
-from probrank.encoders.transformer import TransformerEncoder
 from probrank.exceptions import InputDataError
-from probrank.models.interactive.model import InteractiveRanker
-from probrank.models.interactive.settings import InteractiveRankerSettings, PosteriorKind
+
+if TYPE_CHECKING:  # torch and the models load on use: questions are read without them
+    from probrank.encoders.transformer import TransformerEncoder
+    from probrank.models.interactive.model import InteractiveRanker
 
 __all__ = [
     "MAX_CANDIDATES",
@@ -159,6 +157,8 @@ def cached_encoder(
 ) -> TransformerEncoder:
     """An encoder with the on-disk feature cache (``.probrank-cache``): the default
     all-MiniLM-L6-v2, or the same model as ``encoder``."""
+    from probrank.encoders.config import encoder_from_config
+
     if encoder is None:
         return encoder_from_config({"show_progress": progress}, None)
     table = {
@@ -192,6 +192,13 @@ def build_ranker(
         InputDataError: a bad saved model, a ``posterior`` other than the saved model's, or
             missing MEDIQA data for the warm start.
     """
+    import torch
+
+    from probrank._options import parse_enum
+    from probrank.encoders.config import encoder_cache_dir
+    from probrank.models.interactive.model import InteractiveRanker
+    from probrank.models.interactive.settings import InteractiveRankerSettings, PosteriorKind
+
     if model is not None:
         ranker = InteractiveRanker.load(model)
         saved = ranker.settings.posterior

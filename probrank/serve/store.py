@@ -5,22 +5,26 @@ committed it (``synchronous=FULL``: the write-ahead log is fsynced at every comm
 committed judgement survives ``kill -9`` and a power cut). Each judgement carries an id that
 the client generated; recording the same id twice stores it once and returns the stored row
 (a double click or a browser retry is harmless). ``UNIQUE (annotator, qid, round)`` makes the
-database itself refuse a second answer to one round of one annotator's session.
+database itself refuse a second answer to one round of one annotator's session. An undo is an
+event of its own (choice ``undo``, ``retracts`` naming the judgement it takes back): nothing is
+ever deleted, and the exports mark retracted judgements.
 
-The database also holds the project's secret token (made once, at creation), the project's
-identity (data, model and settings, checked at every start: judgements replay only into the
-model they were made with) and the prior fingerprint of each question.
+The database also holds the annotators and the hashes of their tokens and of the admin token
+(:mod:`~probrank.serve.annotators`), the project's identity (data, model and settings, checked
+at every start: judgements replay only into the model they were made with) and the prior
+fingerprint of each question. Opening checks what the file is before writing anything, and
+migrates a database of the first version (:mod:`~probrank.serve.schema`).
 
 One server per database: :class:`JudgementStore` holds an exclusive ``flock`` on the file
 while it is open, and a second one is refused with an
-:class:`~probrank.exceptions.InputDataError`.
+:class:`~probrank.exceptions.InputDataError`. Reads (token look-ups, exports, counts) go
+through a second connection, so they never wait behind a commit's fsync.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
 import sqlite3
 import threading
 import time
@@ -31,6 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from probrank.exceptions import InputDataError
+from probrank.serve import annotators as registry
+from probrank.serve.identity import Identity
+from probrank.serve.schema import DatabaseKind, open_database
 
 try:
     import fcntl
@@ -39,29 +46,24 @@ except ImportError:  # pragma: no cover - Windows: no advisory locks
 
 __all__ = ["Choice", "Judgement", "JudgementStore", "StaleRoundError"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS annotators (name TEXT PRIMARY KEY, created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS priors (qid TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS judgements (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    annotator TEXT NOT NULL REFERENCES annotators (name),
-    qid TEXT NOT NULL,
-    round INTEGER NOT NULL CHECK (round >= 0),
-    left_index INTEGER NOT NULL,
-    right_index INTEGER NOT NULL,
-    left_id TEXT NOT NULL,
-    right_id TEXT NOT NULL,
-    choice TEXT NOT NULL CHECK (choice IN ('left', 'right', 'tie')),
-    created REAL NOT NULL,
-    UNIQUE (annotator, qid, round)
-);
-CREATE INDEX IF NOT EXISTS judgements_by_question ON judgements (qid, seq);
-"""
-
 _COLUMNS = (
-    "seq, id, annotator, qid, round, left_index, right_index, left_id, right_id, choice, created"
+    "j.seq, j.id, j.annotator, j.qid, j.round, j.left_index, j.right_index, j.left_id, "
+    "j.right_id, j.choice, j.created, j.retracts, "
+    "(SELECT u.id FROM judgements u WHERE u.retracts = j.id)"
+)
+_LIVE = "j.choice != 'undo' AND NOT EXISTS (SELECT 1 FROM judgements u WHERE u.retracts = j.id)"
+_WINNER = {"winner": ("left", "right"), "loser": ("right", "left")}
+_JSON = (
+    "json_object('id', j.id, 'seq', j.seq, 'annotator', j.annotator, 'qid', j.qid, "
+    "'round', j.round, 'left', j.left_id, 'right', j.right_id, 'choice', j.choice, "
+    + ", ".join(
+        f"'{key}', CASE j.choice WHEN 'left' THEN j.{first}_id WHEN 'right' THEN j.{second}_id END"
+        for key, (first, second) in _WINNER.items()
+    )
+    + ", 'created', json(printf('%!.17g', j.created)), 'retracts', j.retracts, "
+    "'retracted', json(CASE WHEN r.id IS NULL THEN 'false' ELSE 'true' END), "
+    "'retracted_by', r.id) "
+    "FROM judgements j LEFT JOIN judgements r ON r.retracts = j.id"
 )
 
 
@@ -74,6 +76,8 @@ class Choice(str, Enum):
     """The right answer is better."""
     TIE = "tie"
     """Both bad, or can't tell: no preference is learnt and the pair is not offered again."""
+    UNDO = "undo"
+    """Not an answer: the event that takes back the annotator's last judgement."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,8 @@ class Judgement:
         choice: The answer.
         created: Unix time of the commit.
         seq: Position in the database (commit order; 0 before it is stored).
+        retracts: For an undo event, the id of the judgement it takes back.
+        retracted_by: The id of the undo event that took this judgement back, if any.
     """
 
     id: str
@@ -105,6 +111,13 @@ class Judgement:
     choice: Choice
     created: float = 0.0
     seq: int = 0
+    retracts: str | None = None
+    retracted_by: str | None = None
+
+    @property
+    def live(self) -> bool:
+        """An answer that stands: not an undo event, not taken back."""
+        return self.choice is not Choice.UNDO and self.retracted_by is None
 
     @property
     def winner(self) -> int | None:
@@ -118,7 +131,7 @@ class Judgement:
 
     def same_answer(self, other: Judgement) -> bool:
         """Whether ``other`` answers the same round with the same pair and choice."""
-        keys = ("annotator", "qid", "round", "left", "right", "choice")
+        keys = ("annotator", "qid", "round", "left", "right", "choice", "retracts")
         return all(getattr(self, k) == getattr(other, k) for k in keys)
 
     def to_json(self) -> dict[str, Any]:
@@ -136,6 +149,9 @@ class Judgement:
             "winner": None if self.winner is None else ids[self.winner],
             "loser": None if self.loser is None else ids[self.loser],
             "created": self.created,
+            "retracts": self.retracts,
+            "retracted": self.retracted_by is not None,
+            "retracted_by": self.retracted_by,
         }
 
 
@@ -144,7 +160,8 @@ class StaleRoundError(InputDataError):
 
 
 def _row(row: tuple[Any, ...]) -> Judgement:
-    seq, jid, annotator, qid, round_, left, right, left_id, right_id, choice, created = row
+    seq, jid, annotator, qid, round_, left, right, left_id, right_id, choice, created = row[:11]
+    retracts, retracted_by = row[11:13]
     return Judgement(
         id=jid,
         annotator=annotator,
@@ -157,6 +174,8 @@ def _row(row: tuple[Any, ...]) -> Judgement:
         choice=Choice(choice),
         created=float(created),
         seq=int(seq),
+        retracts=retracts,
+        retracted_by=retracted_by,
     )
 
 
@@ -166,9 +185,15 @@ class JudgementStore:
     Args:
         path: The database file; its folder must exist.
 
+    Attributes:
+        migrated: Whether the file was a first-version database, migrated on opening (its
+            shared token no longer works).
+        created: Whether the file was made (or was empty) on opening.
+
     Raises:
-        InputDataError: a missing folder, a folder or a non-SQLite file at ``path``, or a
-            database that another process holds open.
+        InputDataError: a missing folder, a folder, a non-SQLite file or another
+            application's database at ``path`` (nothing written), or a database that
+            another process holds open.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -177,29 +202,30 @@ class JudgementStore:
             raise InputDataError("the database's folder does not exist", path=self.path)
         if self.path.is_dir():
             raise InputDataError("is a folder, not a database file", path=self.path)
+        from probrank.serve.schema import inspect_database
+
+        inspect_database(self.path)  # refuse another application's file before the lock
         self._lock = threading.Lock()
+        self._read_lock = threading.Lock()
         self._lock_fd = self._hold(self.path)
         try:
-            self._db = sqlite3.connect(
+            self._db, kind = open_database(self.path)
+            self._reader = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=30.0
             )
-            mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.executescript(_SCHEMA)
-            self.journal_mode = str(mode).lower()
-            if self._meta("token") is None:
-                self._set_meta("token", secrets.token_urlsafe(24))
-        except sqlite3.DatabaseError as exc:
+        except BaseException:
             self._release()
-            raise InputDataError(f"not a usable SQLite database ({exc})", path=self.path) from None
+            raise
+        self.migrated = kind is DatabaseKind.V1
+        self.created = kind is DatabaseKind.NEW
+        self.journal_mode = str(self._db.execute("PRAGMA journal_mode").fetchone()[0]).lower()
 
     @staticmethod
     def _hold(path: Path) -> int | None:
         if fcntl is None:  # pragma: no cover
             return None
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
         except OSError as exc:
             raise InputDataError(f"cannot open ({exc.strerror})", path=path) from None
         try:
@@ -218,10 +244,12 @@ class JudgementStore:
 
     def close(self) -> None:
         """Close the database and release it for another server."""
-        with self._lock:
-            if getattr(self, "_db", None) is not None:
-                self._db.close()
-                self._db = None  # type: ignore[assignment]
+        with self._lock, self._read_lock:
+            for name in ("_reader", "_db"):
+                connection = getattr(self, name, None)
+                if connection is not None:
+                    connection.close()
+                    setattr(self, name, None)
             self._release()
 
     def __enter__(self) -> JudgementStore:
@@ -230,7 +258,7 @@ class JudgementStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- project facts --------------------------------------------------------------------
+    # -- project facts and tokens ---------------------------------------------------------
 
     def _meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -239,14 +267,25 @@ class JudgementStore:
     def _set_meta(self, key: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
-    @property
-    def token(self) -> str:
-        """The project's secret token (made when the database was created)."""
+    def issue_admin_token(self) -> str:
+        """A new admin token (shown once; the earlier admin link ends)."""
         with self._lock:
-            token = self._meta("token")
-        if token is None:  # pragma: no cover - made in __init__
-            raise InputDataError("the database has no token", path=self.path)
-        return token
+            return registry.issue_admin_token(self._db)
+
+    def add_annotator(self, name: str) -> str:
+        """Register annotator ``name`` with a new link; returns the link's token."""
+        with self._lock:
+            return registry.add_annotator(self._db, name)[1]
+
+    def revoke_annotator(self, name: str) -> int:
+        """End every link of annotator ``name``; returns how many."""
+        with self._lock:
+            return registry.revoke_annotator(self._db, name)
+
+    def identify(self, token: str) -> Identity | None:
+        """Who holds ``token`` (None: unknown or revoked), looked up at every request."""
+        with self._read_lock:
+            return registry.identify(self._reader, token)
 
     def check_project(self, identity: Mapping[str, Any]) -> None:
         """Remember the project's identity on first use; later, refuse another one.
@@ -289,34 +328,28 @@ class JudgementStore:
 
     # -- annotators and judgements --------------------------------------------------------
 
-    def add_annotator(self, name: str) -> None:
-        """Register ``name`` (nothing happens when it is known)."""
-        with self._lock:
-            self._db.execute(
-                "INSERT OR IGNORE INTO annotators (name, created) VALUES (?, ?)",
-                (name, time.time()),
-            )
-
     def annotators(self) -> list[str]:
         """Every annotator, in order of registration."""
-        with self._lock:
-            rows = self._db.execute("SELECT name FROM annotators ORDER BY created, name")
+        with self._read_lock:
+            rows = self._reader.execute("SELECT name FROM annotators ORDER BY created, name")
             return [str(name) for (name,) in rows.fetchall()]
 
     def record(self, judgement: Judgement) -> tuple[Judgement, bool]:
-        """Store ``judgement`` in its own transaction, committed when this returns.
+        """Store ``judgement`` (an answer or an undo event) in its own transaction, committed
+        when this returns.
 
         Returns:
             ``(stored, created)``: the stored row (with ``seq`` and ``created``) and whether
             it is new; for an id stored before, that earlier row and False (nothing written).
 
         Raises:
-            StaleRoundError: another judgement answers the same round of the session.
+            StaleRoundError: another event is stored for the same round of the session, or
+                the judgement an undo names was taken back already.
         """
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                earlier = self._get(judgement.id)
+                earlier = self._get(self._db, judgement.id)
                 if earlier is not None:
                     self._db.execute("ROLLBACK")
                     return earlier, False
@@ -326,7 +359,8 @@ class JudgementStore:
                 )
                 cursor = self._db.execute(
                     "INSERT INTO judgements (id, annotator, qid, round, left_index, right_index,"
-                    " left_id, right_id, choice, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " left_id, right_id, choice, retracts, created)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         judgement.id,
                         judgement.annotator,
@@ -337,6 +371,7 @@ class JudgementStore:
                         judgement.left_id,
                         judgement.right_id,
                         judgement.choice.value,
+                        judgement.retracts,
                         time.time(),
                     ),
                 )
@@ -351,46 +386,85 @@ class JudgementStore:
             except BaseException:
                 self._rollback()
                 raise
-            stored = self._get_seq(int(seq or 0))
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM judgements j WHERE j.seq = ?", (seq,))
+            stored = _row(row.fetchone())
         return stored, True
 
     def _rollback(self) -> None:
         if self._db.in_transaction:
             self._db.execute("ROLLBACK")
 
-    def _get(self, judgement_id: str) -> Judgement | None:
-        row = self._db.execute(
-            f"SELECT {_COLUMNS} FROM judgements WHERE id = ?", (judgement_id,)
+    @staticmethod
+    def _get(db: sqlite3.Connection, judgement_id: str) -> Judgement | None:
+        row = db.execute(
+            f"SELECT {_COLUMNS} FROM judgements j WHERE j.id = ?", (judgement_id,)
         ).fetchone()
         return None if row is None else _row(row)
 
-    def _get_seq(self, seq: int) -> Judgement:
-        row = self._db.execute(f"SELECT {_COLUMNS} FROM judgements WHERE seq = ?", (seq,))
-        return _row(row.fetchone())
-
     def get(self, judgement_id: str) -> Judgement | None:
         """The judgement stored under ``judgement_id``, or None."""
-        with self._lock:
-            return self._get(judgement_id)
+        with self._read_lock:
+            return self._get(self._reader, judgement_id)
 
     def judgements(
-        self, *, qid: str | None = None, annotator: str | None = None, after: int = 0
+        self,
+        *,
+        qid: str | None = None,
+        annotator: str | None = None,
+        after: int = 0,
+        live: bool = False,
     ) -> list[Judgement]:
-        """Stored judgements in commit order, optionally of one question and/or annotator
-        and after position ``after`` only."""
-        query = f"SELECT {_COLUMNS} FROM judgements WHERE seq > ?"
+        """Stored events in commit order (one indexed query), optionally of one question
+        and/or annotator, after position ``after`` only, and only the answers that stand
+        (``live``: no undo events, no retracted judgements)."""
+        query = f"SELECT {_COLUMNS} FROM judgements j WHERE j.seq > ?"
         values: list[Any] = [after]
         if qid is not None:
-            query += " AND qid = ?"
+            query += " AND j.qid = ?"
             values.append(qid)
         if annotator is not None:
-            query += " AND annotator = ?"
+            query += " AND j.annotator = ?"
             values.append(annotator)
-        with self._lock:
-            rows = self._db.execute(query + " ORDER BY seq", values).fetchall()
+        if live:
+            query += f" AND {_LIVE}"
+        with self._read_lock:
+            rows = self._reader.execute(query + " ORDER BY j.seq", values).fetchall()
         return [_row(row) for row in rows]
 
+    def export_jsonl(self, *, qid: str | None = None, annotator: str | None = None) -> str:
+        """Every stored event as JSON lines, made by SQLite itself in one indexed query
+        (the objects of :meth:`Judgement.to_json`, keys in the same order)."""
+        query = f"SELECT {_JSON} WHERE 1"
+        values: list[Any] = []
+        if qid is not None:
+            query += " AND j.qid = ?"
+            values.append(qid)
+        if annotator is not None:
+            query += " AND j.annotator = ?"
+            values.append(annotator)
+        with self._read_lock:
+            rows = self._reader.execute(query + " ORDER BY j.seq", values).fetchall()
+        return "".join(f"{line}\n" for (line,) in rows)
+
+    def counts(self, annotator: str | None = None) -> dict[str, dict[str, int]]:
+        """Per annotator (every registered one, or ``annotator`` only), answers that stand
+        per question (one grouped, indexed query)."""
+        where, values = ("", ()) if annotator is None else (" AND j.annotator = ?", (annotator,))
+        with self._read_lock:
+            table: dict[str, dict[str, int]] = {}
+            if annotator is None:
+                names = self._reader.execute("SELECT name FROM annotators ORDER BY created, name")
+                table = {str(name): {} for (name,) in names.fetchall()}
+            rows = self._reader.execute(
+                f"SELECT j.annotator, j.qid, COUNT(*) FROM judgements j WHERE {_LIVE}{where}"
+                " GROUP BY j.annotator, j.qid",
+                values,
+            ).fetchall()
+        for name, qid, count in rows:
+            table.setdefault(str(name), {})[str(qid)] = int(count)
+        return table
+
     def count(self) -> int:
-        """Number of stored judgements."""
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM judgements").fetchone()[0])
+        """Number of stored events (answers and undo events)."""
+        with self._read_lock:
+            return int(self._reader.execute("SELECT COUNT(*) FROM judgements").fetchone()[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import arviz as az
 import numpy as np
 import pyro.distributions as dist
 import pytest
@@ -63,7 +64,7 @@ def test_psis_loo_matches_exact_leave_one_out_of_a_conjugate_model() -> None:
     alpha = 1 + counts.sum() - counts
     beta = 1 + (N_TRIALS - counts).sum() - (N_TRIALS - counts)
     exact = dist.BetaBinomial(alpha, beta, total_count=N_TRIALS).log_prob(counts).sum()
-    np.testing.assert_allclose(result.elpd, float(exact), rtol=0, atol=0.1)
+    np.testing.assert_allclose(result.elpd_loo, float(exact), rtol=0, atol=0.1)
     assert result.num_observations == 40 and result.bad_k == 0
     assert 0.5 < result.p_loo < 1.6  # one parameter
     assert result.se > 0
@@ -71,13 +72,23 @@ def test_psis_loo_matches_exact_leave_one_out_of_a_conjugate_model() -> None:
 
 def test_loo_prefers_beta_binomial_on_overdispersed_counts() -> None:
     counts = _counts(True, 40, seed=1)
-    table = compare_models(
-        {"binomial": _binomial_fit(counts, 2000), "beta-binomial": _beta_binomial_fit(counts, 2000)}
-    )
+    models = {
+        "binomial": _binomial_fit(counts, 2000),
+        "beta-binomial": _beta_binomial_fit(counts, 2000),
+    }
+    table = compare_models(models)
+    # Regression: the columns were renamed (elpd); now ArviZ's own table comes first, column
+    # for column and value for value, then probrank's checks
+    reference = az.compare(models)
+    assert "elpd_loo" in table.columns and "elpd" not in table.columns
     assert list(table.columns) == [
-        "rank", "elpd", "p_loo", "elpd_diff", "se", "dse", "weight", "warning", "bad_k",
-        "num_observations",
+        *reference.columns, "bad_k", "num_observations", "max_r_hat", "min_ess_bulk",
+        "min_ess_tail", "divergences",
     ]  # fmt: skip
+    numeric = ["rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse"]
+    np.testing.assert_allclose(
+        table[numeric].to_numpy(float), reference[numeric].to_numpy(float), rtol=1e-9
+    )
     assert table.index[0] == "beta-binomial"
     assert table.attrs["reliable"] and (table["bad_k"] == 0).all()
     assert (table["num_observations"] == 40).all()
@@ -100,18 +111,56 @@ def test_high_pareto_k_is_reported_not_hidden() -> None:
     )
     result = loo(bad)
     assert result.bad_k == 30 and not result.reliable
+    assert result.problems[0] == "Pareto k > 0.7 for 100% of observations"
     assert loo(_binomial_fit(counts, 2000)).reliable
     table = compare_models({"good": _binomial_fit(counts, 2000), "bad": bad})
     assert table.loc["bad", "bad_k"] == 30 and table.loc["good", "bad_k"] == 0
     assert table.attrs["reliable"] is False
     assert bool(table.loc["bad", "warning"])
     verdict = loo_verdict(table)
-    assert verdict.startswith("PSIS-LOO is NOT reliable for bad (100% of observations)")
+    assert verdict.startswith(
+        "PSIS-LOO is NOT reliable for bad (Pareto k > 0.7 for 100% of observations"
+    )
     assert "not evidence" in verdict
     both_bad = compare_models({"bad": bad, "also bad": bad})
     assert loo_verdict(both_bad).startswith("PSIS-LOO is NOT reliable for any model")
     good = compare_models({"a": _binomial_fit(counts, 2000), "b": _binomial_fit(counts, 2000)})
     assert good.attrs["reliable"] and loo_verdict(good).startswith("PSIS-LOO is reliable")
+
+
+def test_verdict_checks_convergence_not_only_pareto_k() -> None:
+    # Regression: loo_verdict printed "PSIS-LOO is reliable" for a fit with R-hat 1.94 because
+    # it read only Pareto k. Same exact log-likelihoods (every k small), but the posterior
+    # draws come from two chains stuck in different places, or diverged.
+    counts = _counts(False, 30, seed=3)
+    alpha, beta = 1 + counts.sum(), 1 + (N_TRIALS - counts).sum()
+    p = dist.Beta(alpha, beta).sample((2, 1000)).double()
+    loglik = dist.Binomial(N_TRIALS, probs=p.unsqueeze(-1)).log_prob(counts)
+    stuck = p.clone()
+    stuck[1] += 0.2  # chain 1 elsewhere: R-hat far above 1.01
+    diverging = torch.zeros(2, 1000, dtype=torch.bool)
+    diverging[0, :3] = True
+
+    def fit(draws: torch.Tensor, divergent: torch.Tensor) -> object:
+        return to_inference_data(
+            {"p": draws}, log_likelihood={"k": loglik}, observed_data={"k": counts},
+            sample_stats={"diverging": divergent},
+        )  # fmt: skip
+
+    good = fit(p, torch.zeros(2, 1000, dtype=torch.bool))
+    assert loo(good).reliable and loo(good).bad_k == 0
+    unmixed = loo(fit(stuck, torch.zeros(2, 1000, dtype=torch.bool)))
+    assert unmixed.bad_k == 0 and unmixed.max_r_hat is not None and unmixed.max_r_hat > 1.5
+    assert not unmixed.reliable and unmixed.problems[0].startswith("R-hat ")
+    table = compare_models({"good": good, "unmixed": fit(stuck, diverging)})
+    assert table.loc["unmixed", "divergences"] == 3 and table.loc["good", "divergences"] == 0
+    assert table.attrs["reliable"] is False
+    verdict = loo_verdict(table)
+    assert verdict.startswith("PSIS-LOO is NOT reliable for unmixed (R-hat ")
+    assert "3 divergent transitions" in verdict and "good" not in verdict
+    assert "reliable" not in loo_verdict(table).replace("NOT reliable", "")
+    both_good = compare_models({"a": good, "b": good})
+    assert loo_verdict(both_good).startswith("PSIS-LOO is reliable: every Pareto k <= 0.7, R-hat")
 
 
 def test_loo_needs_log_likelihoods() -> None:

@@ -4,6 +4,7 @@ Robust03 posterior means against the observed means, and the result's bookkeepin
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import warnings
@@ -286,6 +287,22 @@ def test_convergence_check_flags_stuck_and_passes_independent_draws():
     assert "2 divergent transitions" in check_draws({"x": shifted}, divergences=2).messages
 
 
+def test_convergence_names_each_failed_criterion_and_is_strict_json():
+    rng = np.random.default_rng(10)
+    one_chain = check_draws({"x": rng.normal(size=(1, 2000, 2))}, divergences=0)
+    assert not one_chain.converged
+    assert one_chain.messages == ["R-hat undefined with one chain (needs >= 2)"]
+    assert one_chain.as_json()["max_rhat"] is None  # not NaN
+    walk = np.cumsum(rng.normal(size=(4, 300, 1)), axis=1)  # a random walk: low bulk ESS
+    check = check_draws({"x": walk}, divergences=3)
+    assert any(m.startswith("bulk ESS below 400") for m in check.messages)
+    assert "3 divergent transitions" in check.messages
+    assert json.loads(json.dumps(check.as_json(), allow_nan=False))["divergences"] == 3
+
+
+TN = {"likelihood": "truncated-normal"}
+
+
 def _scores_with(value: float) -> np.ndarray:
     scores = np.full((1, 2, 3), 0.5)
     scores[0, 1, 0] = value  # system "b", first topic
@@ -295,9 +312,10 @@ def _scores_with(value: float) -> np.ndarray:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"scores": _scores_with(1.5)}, "m of b on topic #1 is 1.5, not in [0, 1]"),
-        ({"scores": _scores_with(-0.1)}, "m of b on topic #1 is -0.1, not in [0, 1]"),
-        ({"scores": _scores_with(math.nan)}, "m of b on topic #1 is nan, not in [0, 1]"),
+        ({"scores": _scores_with(1.5), **TN}, "m of b on topic #1 is 1.5, not in [0, 1]"),
+        ({"scores": _scores_with(-0.1), **TN}, "m of b on topic #1 is -0.1, not in [0, 1]"),
+        ({"scores": _scores_with(math.nan), **TN}, "m of b on topic #1 is nan, not in [0, 1]"),
+        ({"scores": _scores_with(math.inf)}, "m of b on topic #1 is inf, not finite"),
         ({"systems": ["a", "a"]}, "distinct names"),
         ({"systems": ["a"], "scores": np.zeros((1, 1, 3))}, "at least one other run"),
         ({"scores": np.zeros((1, 2, 1))}, "at least 2 shared topics"),

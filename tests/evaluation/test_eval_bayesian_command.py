@@ -66,7 +66,7 @@ def test_text_report(files, capsys):
     assert _eval(files, *options, "--chains", "1", "--draws", "30", "--warmup", "30") == 0
     out = capsys.readouterr().out
     assert "p_adjusted" in out  # the frequentist table first
-    assert "Bayesian comparison: truncated-normal model, 12 topics" in out
+    assert "Bayesian comparison: paired model, 12 topics" in out
     assert "P(|B-A|<0.05)" in out and "P(row better than column), P(best)" in out
 
 

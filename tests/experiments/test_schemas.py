@@ -202,25 +202,24 @@ def _field_names(kind: type) -> set[str]:
 
 def test_schemas_list_the_keys_the_code_reads() -> None:
     from probrank.experiments.gpf import config as g
-    from probrank.experiments.interactive.options import InteractiveOptions
     from probrank.experiments.qlfusion_cv.config import Quantifier
     from probrank.models.interactive.settings import OPTION_TABLES
-    from probrank.models.qlfusion.variants import QuantifierSettings
+    from probrank.models.qlfusion import QLFusionSettings
     from probrank.nn.heads import DeepEnsembleHead, MCDropoutHead, MLPHead, SNGPHead
 
-    assert _field_names(Quantifier) == _field_names(QuantifierSettings)
-    assert set(OPTION_TABLES) == _field_names(InteractiveOptions)
+    set_elsewhere = {"depth", "seed", "progress"}  # [protocol] depth, --seeds, --quiet
+    assert _field_names(Quantifier) == _field_names(QLFusionSettings) - set_elsewhere
     option_tables = {f.name for f in dataclasses.fields(s.InteractiveConfig)}
-    assert _field_names(InteractiveOptions) <= option_tables
+    assert set(OPTION_TABLES) <= option_tables
 
     def params(kind: type) -> set[str]:
         return set(inspect.signature(kind.__init__).parameters) - {"self", "in_features", "seed"}
 
-    assert _field_names(g.MLPOptions) == params(MLPHead)
-    assert _field_names(g.GPOptions) | {"loss", "gamma"} == params(SNGPHead)
-    mc_dropout = _field_names(g.FrozenMCDropout) - _field_names(g.FrozenFit)
+    assert _field_names(g.MLPHeadSettings) == params(MLPHead)
+    assert _field_names(g.GPHeadSettings) | {"loss", "gamma"} == params(SNGPHead)
+    mc_dropout = _field_names(g.FrozenMCDropoutSettings) - _field_names(g.FrozenFitSettings)
     assert mc_dropout == params(MLPHead) | params(MCDropoutHead) - {"kwargs"}
-    ensemble = _field_names(g.FrozenEnsemble) - _field_names(g.FrozenFit)
+    ensemble = _field_names(g.FrozenEnsembleSettings) - _field_names(g.FrozenFitSettings)
     assert ensemble == params(MLPHead) | params(DeepEnsembleHead) - {"kwargs"}
 
 

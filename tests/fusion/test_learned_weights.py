@@ -17,10 +17,9 @@ from probrank.fusion import (
     FusionObjective,
     LearnedWeights,
     PosFuse,
-    cross_validate,
+    cross_validated_fusion,
     fuse,
     optimise_weights,
-    topic_folds,
 )
 from probrank.fusion.bayesopt import BayesOptSettings, bayes_search, simplex_from_cube
 from probrank.fusion.optimize import grid_search, simplex_lattice
@@ -185,18 +184,22 @@ def test_optimise_weights_rejects_bad_options() -> None:
         LearnedWeights(budget=0)
 
 
-def test_topic_folds_match_qlfusion_folds() -> None:
-    from probrank.models.qlfusion.cross_fit import make_folds
+def test_cross_validated_fusion_uses_the_project_folds() -> None:
+    """The trained fusion methods split topics by the one fold rule (probrank.data.folds), so a
+    seed gives the folds QLFusion's cross-fitting and the cascade use."""
+    from probrank.data.folds import split_folds
+    from probrank.fusion.trained import training_topics
 
-    topics = [str(t) for t in range(23)]
-    folds = topic_folds(topics, 5, seed=3)
-    assert sorted(t for f in folds for t in f) == sorted(topics)
-    assert [[int(t) for t in f] for f in folds] == make_folds(23, 5, seed=3)
+    runs, qrels = _runs(ties=False)
+    result = cross_validated_fusion(runs, qrels, lambda: PosFuse(depth=20), folds=2, seed=3)
+    assert result.folds == split_folds(training_topics(runs, qrels), 2, seed=3)
+    with pytest.raises(InputDataError, match="at least 2 folds"):
+        cross_validated_fusion(runs, qrels, lambda: PosFuse(depth=20), folds=1)
 
 
 def test_cross_validation_never_trains_on_the_fused_topics() -> None:
     runs, qrels = _runs(ties=False)
-    result = cross_validate(runs, qrels, lambda: PosFuse(depth=20), folds=3, seed=1)
+    result = cross_validated_fusion(runs, qrels, lambda: PosFuse(depth=20), folds=3, seed=1)
     assert set(result.fused.as_dict()) == set(qrels)
     for test, model in zip(result.folds, result.models, strict=True):
         assert not set(test) & set(model.training_topics)

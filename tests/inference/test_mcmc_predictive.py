@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pyro
 import pyro.distributions as dist
+import pytest
 import torch
+from pyro.nn import PyroModule
 
+from probrank.exceptions import InputDataError
 from probrank.inference.mcmc import NutsSamples, fit_nuts
 from probrank.inference.predictive import credible_interval, posterior_predictive
+from probrank.likelihoods import ordinal
+from probrank.nn.bayesian_linear import BayesianLinear
 
 
 def _model(y: torch.Tensor | None = None, n: int = 5) -> None:
@@ -60,3 +65,107 @@ def test_credible_interval_and_predictive() -> None:
     after = {k: v.detach() for k, v in pyro.get_param_store().items()}
     assert after.keys() == before.keys()
     assert all(torch.equal(after[k], before[k]) for k in after)
+
+
+class _Layered(PyroModule):
+    """``y ~ Bernoulli(logits = x W^T + b)`` with a :class:`BayesianLinear` output layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.output = BayesianLinear(3, 1, seed=0)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor | None = None) -> torch.Tensor:
+        logits = self.output(x).squeeze(-1)
+        with pyro.plate("data", x.shape[0]):
+            return pyro.sample("y", dist.Bernoulli(logits=logits), obs=y)
+
+
+def test_nuts_chains_go_straight_into_posterior_predictive() -> None:
+    # Regression: `chains x draws` draws from fit_nuts failed inside the model ("t() expects a
+    # tensor with <= 2 dimensions"); now they are flattened chain-major to S = chains * draws
+    model = _Layered()
+    weight = torch.randn(2, 30, 1, 3)
+    bias = torch.randn(2, 30, 1)
+    chained = {"output.weight": weight, "output.bias": bias}
+    flat = {"output.weight": weight.reshape(60, 1, 3), "output.bias": bias.reshape(60, 1)}
+    x = torch.randn(4, 3)
+    by_chain = posterior_predictive(model, None, x, sites=["y"], posterior_samples=chained, seed=3)
+    by_draw = posterior_predictive(model, None, x, sites=["y"], posterior_samples=flat, seed=3)
+    assert by_chain["y"].draws.shape == (60, 4)
+    torch.testing.assert_close(by_chain["y"].draws, by_draw["y"].draws, rtol=0, atol=0)
+    # each draw is a Bernoulli with that draw's logits: the mean over draws is close to the
+    # mean probability (60 draws x 4 inputs, standard error <= 0.065)
+    p = torch.sigmoid(
+        torch.einsum("nd,sd->sn", x, flat["output.weight"][:, 0]) + bias.reshape(60, 1)
+    )
+    torch.testing.assert_close(by_chain["y"].mean, p.mean(0), rtol=0, atol=0.26)
+
+
+def test_wrong_draws_are_refused_naming_the_site() -> None:
+    model = _Layered()
+    x = torch.randn(4, 3)
+    bad_shape = {"output.weight": torch.randn(10, 3), "output.bias": torch.randn(10, 1)}
+    with pytest.raises(InputDataError, match=r"'output\.weight' has shape \(10, 3\)"):
+        posterior_predictive(model, None, x, sites=["y"], posterior_samples=bad_shape)
+    unknown = {"output.weight": torch.randn(10, 1, 3), "w": torch.randn(10)}
+    with pytest.raises(InputDataError, match="'w' is not a latent site"):
+        posterior_predictive(model, None, x, sites=["y"], posterior_samples=unknown)
+    disagree = {"output.weight": torch.randn(10, 1, 3), "output.bias": torch.randn(2, 5, 1)}
+    with pytest.raises(InputDataError, match="disagree"):
+        posterior_predictive(model, None, x, sites=["y"], posterior_samples=disagree)
+    with pytest.raises(InputDataError, match="no site"):
+        posterior_predictive(
+            model, None, x, sites=["nope"], posterior_samples={"output.bias": torch.randn(5, 1)}
+        )
+
+
+@pytest.mark.parametrize("kind", ["ordinal", "categorical"])
+def test_integer_valued_sites_are_summarised_in_floating_point(kind: str) -> None:
+    # Regression: quantile() on the long draws of an ordinal / Categorical site raised
+    # "quantile() input tensor must be either float or double dtype"
+    cutpoints = torch.tensor([-1.0, 0.5, 2.0])
+
+    def model(n: int) -> None:
+        u = pyro.sample("u", dist.Normal(0.0, 1.0))
+        with pyro.plate("items", n):
+            if kind == "ordinal":
+                pyro.sample("grade", ordinal(cutpoints)(u.expand(n)))
+            else:
+                pyro.sample("grade", dist.Categorical(logits=torch.stack([u, -u, u]).expand(n, 3)))
+
+    samples = {"u": torch.linspace(-2.0, 2.0, 400).reshape(2, 200)}
+    out = posterior_predictive(model, None, 5, sites=["grade"], posterior_samples=samples)
+    grade = out["grade"]
+    assert not grade.draws.is_floating_point() and grade.draws.shape == (400, 5)
+    assert grade.mean.dtype == torch.get_default_dtype()
+    torch.testing.assert_close(grade.mean, grade.draws.float().mean(0))
+    assert bool((grade.lower <= grade.upper).all()) and bool((grade.upper <= 3).all())
+    if kind == "ordinal":  # P(grade) under u ~ U(-2, 2) averaged: E[grade] in closed form
+        u = samples["u"].reshape(-1, 1)
+        expected = torch.sigmoid(u - cutpoints).sum(-1).mean()
+        torch.testing.assert_close(grade.mean, expected.expand(5), rtol=0, atol=0.15)
+
+
+def test_default_mass_matrix_is_dense_for_small_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    import probrank.inference.mcmc as mcmc
+
+    seen: list[bool] = []
+    real = mcmc.NUTS
+
+    def recording(*args: object, **kwargs: object) -> object:
+        seen.append(bool(kwargs["full_mass"]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mcmc, "NUTS", recording)
+
+    def small() -> None:
+        pyro.sample("w", dist.Normal(torch.zeros(3), 1.0).to_event(1))
+
+    def large() -> None:
+        pyro.sample("w", dist.Normal(torch.zeros(mcmc.DENSE_MASS_MAX_DIM + 1), 1.0).to_event(1))
+
+    assert mcmc.latent_dimension(small) == 3
+    fit_nuts(small, num_samples=4, warmup_steps=2, num_chains=1)
+    fit_nuts(large, num_samples=4, warmup_steps=2, num_chains=1)
+    fit_nuts(small, num_samples=4, warmup_steps=2, num_chains=1, full_mass=False)
+    assert seen == [True, False, False]

@@ -20,6 +20,8 @@ from tests.malformed.experiment import EXPERIMENT_CASES
 from tests.malformed.formats import FORMAT_CASES
 from tests.malformed.inputs import CliCase, LoaderCase
 from tests.malformed.interactive import DEMO_CASES, GLOBAL_CASES, INTERACTIVE_CASES
+from tests.malformed.saved import SURFACE_LOADER_CASES
+from tests.malformed.surfaces import SURFACE_CLI_CASES
 
 __all__ = ["CLI_CASES", "LOADER_CASES"]
 
@@ -32,5 +34,6 @@ CLI_CASES: list[CliCase] = [
     *INTERACTIVE_CASES,
     *DEMO_CASES,
     *GLOBAL_CASES,
+    *SURFACE_CLI_CASES,
 ]
-LOADER_CASES: list[LoaderCase] = [*DATASET_CASES, *FORMAT_CASES]
+LOADER_CASES: list[LoaderCase] = [*DATASET_CASES, *FORMAT_CASES, *SURFACE_LOADER_CASES]

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from probrank.data.candidates import FIRST_STAGE_FEATURES, CandidateList
+from probrank.data.folds import split_folds
 from probrank.data.trec import Qrels, Run
 from probrank.exceptions import InputDataError
 from probrank.retrieval.cascade import (
     CascadeSettings,
     RelevanceEstimate,
-    assign_folds,
     run_cascade,
 )
 
@@ -80,12 +80,16 @@ def test_too_few_topics_for_the_folds() -> None:
     run, topics, documents, qrels = _data(num_topics=2)
     with pytest.raises(InputDataError, match="folds need more"):
         run_cascade(run, topics, documents, qrels, RecordingReranker, CascadeSettings(folds=3))
-    with pytest.raises(InputDataError, match="cannot fill"):
-        assign_folds(["a"], 2, seed=0)
 
 
-def test_folds_are_seeded_and_balanced() -> None:
-    qids = [f"q{i}" for i in range(11)]
-    first = assign_folds(qids, 5, seed=4)
-    assert first == assign_folds(qids, 5, seed=4)
-    assert sorted(len(f) for f in first) == [2, 2, 2, 2, 3]
+def test_cascade_folds_are_the_project_folds_in_permutation_order() -> None:
+    """The cascade splits topics by the one fold rule (probrank.data.folds) and reports each
+    fold in the permutation's order (sort=False), as its committed results list them."""
+    run, topics, documents, qrels = _data(num_topics=7)
+    result = run_cascade(
+        run, topics, documents, qrels, RecordingReranker, CascadeSettings(folds=3, seed=4),
+        progress=False,
+    )  # fmt: skip
+    qids = [item.qid for item in result.lists]
+    assert result.folds == split_folds(qids, 3, seed=4, sort=False)
+    assert sorted(len(f) for f in result.folds) == [2, 2, 3]

@@ -67,3 +67,23 @@ def test_draws_are_seeded_and_bounded() -> None:
     torch.testing.assert_close(
         first[:, 1], torch.full((50,), 1 / (1 + math.e), dtype=torch.float64)
     )
+
+
+def test_every_criterion_has_a_score_function_and_the_logit_ones_are_closed_form() -> None:
+    from probrank.models.gpf_ranker import RerankCriterion
+    from probrank.retrieval.risk import CRITERION_SCORES, RankingCriterion
+
+    assert set(CRITERION_SCORES) == set(RankingCriterion)
+    assert RerankCriterion is RankingCriterion  # one enum, re-exported by the GPF ranker
+    mean = torch.tensor([0.5, 2.0, -1.0], dtype=torch.float64)
+    variance = torch.tensor([4.0, 0.25, 0.0], dtype=torch.float64)
+    probability = torch.sigmoid(mean / torch.sqrt(1 + math.pi / 8 * variance))
+    common = {"probability": probability, "mean": mean, "variance": variance}
+    assert torch.equal(criterion_scores("mean", **common), mean)
+    lower = criterion_scores("lower", risk_aversion=1.5, **common)
+    expected = torch.tensor([0.5 - 3.0, 2.0 - 0.75, -1.0], dtype=torch.float64)
+    torch.testing.assert_close(lower, expected, rtol=0, atol=1e-12)
+    with pytest.raises(InputDataError, match="risk_aversion"):
+        criterion_scores("lower", risk_aversion=-1.0, **common)
+    with pytest.raises(InputDataError, match="criterion"):
+        criterion_scores("best", **common)

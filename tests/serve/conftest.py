@@ -13,14 +13,17 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from probrank.data.candidates import CandidateList
 from probrank.models.interactive import InteractiveRanker, InteractiveRankerSettings, WarmStart
 from probrank.models.interactive.warmstart import new_net
+from probrank.serve.annotators import AnnotatorRegistry
 from probrank.serve.judging import JudgingService
 from probrank.serve.project import Project
 from probrank.serve.store import JudgementStore
@@ -78,14 +81,14 @@ def questions_file(tmp_path: Path) -> Path:
 
 
 def make_service(
-    questions: Path, model: Path, db: Path, *, rounds: int | None = None
+    questions: Path, model: Path, db: Path, *, rounds: int | None = None, max_sessions: int = 256
 ) -> JudgingService:
     """A :class:`JudgingService` over a questions file, a saved ranker and a database."""
     ranker = InteractiveRanker.load(model)
     project = Project(
         CandidateList.from_jsonl(questions), ranker, source=questions.name, rounds=rounds
     )
-    return JudgingService(project, JudgementStore(db))
+    return JudgingService(project, JudgementStore(db), max_sessions=max_sessions)
 
 
 @pytest.fixture
@@ -100,15 +103,21 @@ def service(questions_file: Path, serve_model: Path, tmp_path: Path) -> Iterator
 
 
 class ServerProcess:
-    """``probrank serve ... --port 0`` in a subprocess; :attr:`url` is the printed address.
+    """``probrank serve ... --port 0`` in a subprocess; :attr:`url` is the printed admin link,
+    :attr:`token` its token; :meth:`add` makes an annotator's link.
 
     Args:
-        args: Arguments after ``serve``.
+        args: Arguments after ``serve`` (with ``--db``).
         cwd: Working directory.
-        timeout: Seconds to wait for the address.
+        timeout: Seconds to wait for the address (and, with ``ready``, for the model).
+        ready: Wait until ``/health`` says the model is ready.
     """
 
-    def __init__(self, args: list[str], cwd: Path, *, timeout: float = 180.0) -> None:
+    def __init__(
+        self, args: list[str], cwd: Path, *, timeout: float = 180.0, ready: bool = True
+    ) -> None:
+        self.started = time.monotonic()
+        self.db = Path(args[args.index("--db") + 1])
         env = {**os.environ, **SERVER_ENV}
         command = [sys.executable, "-m", "probrank.cli", "serve", "--port", "0", *args]
         self.process = subprocess.Popen(
@@ -138,9 +147,34 @@ class ServerProcess:
             raise AssertionError("no address printed:\n" + "".join(self.lines)) from None
         if url is None:
             raise AssertionError("the server ended:\n" + "".join(self.lines))
+        self.printed = time.monotonic() - self.started  # seconds to the printed address
         self.url = url
-        self.base, _, query = url.partition("/?")
-        self.token = query.removeprefix("token=")
+        parts = urlsplit(url)
+        self.base = f"{parts.scheme}://{parts.netloc}"
+        self.token = parse_qs(parts.query)["token"][0]
+        if ready:
+            self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = 180.0) -> float:
+        """Wait until the model is ready; returns the seconds since the start."""
+        import httpx
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError("the server ended:\n" + "".join(self.lines))
+            try:
+                if httpx.get(f"{self.base}/health", timeout=10).text == "ok":
+                    return time.monotonic() - self.started
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError("the model was never ready:\n" + "".join(self.lines))
+
+    def add(self, name: str) -> str:
+        """A new annotator's token (``probrank annotators add``'s library call)."""
+        with AnnotatorRegistry(self.db) as registry:
+            return registry.add(name)[1]
 
     def stop(self) -> int:
         """SIGTERM, then wait; returns the exit code."""

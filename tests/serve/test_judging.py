@@ -147,6 +147,77 @@ def test_a_database_of_another_model_is_refused(
     second.store.close()
 
 
+def _same_ranking(one, other) -> None:
+    assert one.order == other.order and one.judgements == other.judgements
+    torch.testing.assert_close(torch.tensor(one.mean), torch.tensor(other.mean))
+    torch.testing.assert_close(torch.tensor(one.upper), torch.tensor(other.upper))
+
+
+def test_evicted_sessions_are_rebuilt_with_the_same_posterior_and_pair(
+    questions_file: Path, serve_model: Path, tmp_path: Path
+) -> None:
+    service = make_service(questions_file, serve_model, tmp_path / "j.sqlite", max_sessions=2)
+    for round_ in range(4):
+        _answer(service, "ann", "q1", Choice.TIE if round_ == 1 else None)
+    state, ranking = service.state("ann", "q1"), service.ranking("q1", "ann")
+    for name in ("bob", "carol", "dave"):  # three more sessions: ann's is dropped
+        _answer(service, name, "q2")
+    assert service.sessions() == 2 and service.evictions >= 2
+    assert ("ann", "q1") not in service._live
+    assert service.state("ann", "q1") == state  # rebuilt from the database
+    _same_ranking(service.ranking("q1", "ann"), ranking)
+    # the reference: a session fed the same answers directly, never evicted
+    project = service.project
+    item = project.question("q1")
+    session = project.ranker.session(
+        item.query, item.candidates, seed=project.seed, features=project.features("q1"),
+        strategy=project.strategy,
+    )  # fmt: skip
+    for judgement in service.store.judgements(qid="q1", annotator="ann"):
+        assert session.next_pair() == (judgement.left, judgement.right)
+        if judgement.winner is None:
+            session.skip()
+        else:
+            session.record(judgement.winner, judgement.loser)
+    assert session.next_pair() == state.pair
+    torch.testing.assert_close(
+        torch.tensor(ranking.mean, dtype=torch.float64),
+        session.posterior().mean.detach().double().reshape(-1),
+    )
+    service.store.close()
+
+
+def test_undo_takes_back_the_last_answer(
+    questions_file: Path, serve_model: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "j.sqlite"
+    service = make_service(questions_file, serve_model, db)
+    with pytest.raises(Conflict, match="no answer of yours"):
+        service.undo("ann", "q1", jid="undo-nothing", round=0)
+    _answer(service, "ann", "q1")
+    _answer(service, "ann", "q1", Choice.RIGHT)
+    before, ranking = service.state("ann", "q1"), service.ranking("q1", "ann")
+    last = _answer(service, "ann", "q1").judgement
+    with pytest.raises(Conflict, match="out of date"):
+        service.undo("ann", "q1", jid="undo-stale-1", round=2)
+    receipt = service.undo("ann", "q1", jid="undo-event-1", round=3)
+    assert receipt.judgement.retracts == last.id and not receipt.duplicate
+    after = receipt.state
+    assert after.round == 4 and after.answers == 2 and after.judgements == 2
+    assert after.pair == before.pair and after.top == before.top  # the next pair follows
+    _same_ranking(service.ranking("q1", "ann"), ranking)  # and the posterior
+    assert service.undo("ann", "q1", jid="undo-event-1", round=3).duplicate  # a retry
+    assert [j.live for j in service.store.judgements()] == [True, True, False, False]
+    assert service.counts()["ann"] == {"q1": 2}
+    _answer(service, "ann", "q1", Choice.TIE)  # judging goes on after the undo
+    state = service.state("ann", "q1")
+    service.store.close()
+    again = make_service(questions_file, serve_model, db)  # nothing replayed at start
+    assert again.sessions() == 0
+    assert again.state("ann", "q1") == state
+    again.store.close()
+
+
 def test_pooled_ranking_learns_every_annotators_preferences(service: JudgingService) -> None:
     for _ in range(3):
         _answer(service, "ann", "q1")

@@ -5,6 +5,7 @@ errors."""
 from __future__ import annotations
 
 import random
+import re
 import socket
 import sqlite3
 import threading
@@ -38,6 +39,7 @@ class Annotator:
     def __init__(self, server: ServerProcess, name: str, qids: list[str], seed: int) -> None:
         self.server = server
         self.name = name
+        self.token = server.add(name)
         self.qids = qids
         self.rng = random.Random(seed)
         self.acknowledged: list[str] = []
@@ -46,7 +48,7 @@ class Annotator:
         self.errors: list[str] = []
 
     def _url(self, path: str) -> str:
-        return f"{self.server.base}{path}?token={self.server.token}&annotator={self.name}"
+        return f"{self.server.base}{path}?token={self.token}"
 
     def work(self, count: int, stop: threading.Event, deadline: float) -> None:
         with httpx.Client(timeout=30.0) as client:
@@ -68,7 +70,6 @@ class Annotator:
             state = client.get(self._url(f"/judge/{qid}"), headers=JSON).json()["state"]
         choice = self.rng.choices(["left", "right", "tie"], weights=[45, 45, 10])[0]
         form = {
-            "annotator": self.name,
             "round": str(state["round"]),
             "left": str(state["pair"][0]),
             "right": str(state["pair"][1]),
@@ -86,7 +87,7 @@ class Annotator:
             assert again["duplicate"] and again["judgement"] == answer["judgement"], again
 
     def post(self, client: httpx.Client, qid: str, form: dict) -> dict:
-        url = f"{self.server.base}/judge/{qid}?token={self.server.token}"
+        url = self._url(f"/judge/{qid}")
         response = client.post(url, data=form, headers=JSON)
         assert response.status_code == 200, response.text
         return response.json()
@@ -156,7 +157,9 @@ def test_kill_9_during_load_loses_no_acknowledged_judgement(
     tmp_path: Path, serve_model: Path
 ) -> None:
     db = tmp_path / "crash.sqlite"
-    args = ["--data", str(_questions(tmp_path)), "--model", str(serve_model), "--db", str(db)]
+    # 20 annotators and at most 10 sessions kept: sessions are evicted and rebuilt
+    args = ["--data", str(_questions(tmp_path)), "--model", str(serve_model), "--db", str(db),
+            "--max-sessions", "10"]  # fmt: skip
     server = ServerProcess(args, tmp_path)
     annotators = _annotators(server)
     stop = threading.Event()
@@ -178,9 +181,11 @@ def test_kill_9_during_load_loses_no_acknowledged_judgement(
     assert len(rows) == len(stored)
     _check_rounds(rows)
 
+    evicted = None
     again = ServerProcess(args, tmp_path)
     try:
-        assert f"({len(rows)} answers replayed)" in "".join(again.lines)
+        assert f"({len(rows)} answers stored;" in "".join(again.lines)
+        assert again.printed < 30  # nothing replayed before the address (loaded machine)
         with httpx.Client(timeout=30.0) as client:
             for annotator in annotators:
                 annotator.server = again
@@ -196,17 +201,26 @@ def test_kill_9_during_load_loses_no_acknowledged_judgement(
                     assert answer["duplicate"] == (form["jid"] in stored)
                 annotator.last.clear()
                 annotator._one(client, annotator.qids[0], retry=False)  # judging goes on
+            admin = client.get(f"{again.base}/admin?token={again.token}").text
+            evicted = re.search(r"Sessions in memory: (\d+) \(at most 10\); (\d+) dropped", admin)
     finally:
         again.stop()
     final = _stored(db)
     assert len(final) == len({row[0] for row in final})
     _check_rounds(final)
+    assert evicted is not None and int(evicted[1]) <= 10 and int(evicted[2]) > 0
 
 
 def test_command_line_errors_are_one_line(
     tmp_path: Path, serve_model: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     questions = write_questions(tmp_path / "q.jsonl", [3])
+    other = tmp_path / "other.sqlite"
+    raw = sqlite3.connect(other)
+    raw.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+    raw.commit()
+    raw.close()
+    other_bytes = other.read_bytes()
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"qid": "q1", "query": "x", "candidates": [}\n')
     with socket.socket() as busy:
@@ -225,6 +239,13 @@ def test_command_line_errors_are_one_line(
             (["--topics", str(questions)], "TREC input needs --topics, --run and --docs"),
             (["--rounds", "0"], "--rounds: must be a positive integer"),
             (["--host", "no such host.invalid"], "is not an address here"),
+            (["--data", str(questions), "--db", str(other), "--model", str(serve_model)],
+             "another application (tables: invoices)"),
+            (["--data", str(questions), "--db", str(tmp_path / "fresh.sqlite"),
+              "--model", str(tmp_path)], "not a saved probrank model: no manifest.json"),
+            (["--data", str(questions), "--db", str(tmp_path / "fresh.sqlite"),
+              "--instructions", str(tmp_path / "none.md")], "none.md: no such file"),
+            (["--posterior", "nope"], "--posterior must be one of"),
         ]  # fmt: skip
         for args, message in cases:
             assert main(["serve", *args]) == 2, args
@@ -232,3 +253,44 @@ def test_command_line_errors_are_one_line(
             lines = err.splitlines()  # nothing else: no bar or log line of transformers
             assert len(lines) == 1 and err == lines[0] + "\n", err
             assert lines[0].startswith("probrank: error: ") and message in lines[0], err
+    assert other.read_bytes() == other_bytes and not Path(f"{other}-wal").exists()
+    assert not (tmp_path / "fresh.sqlite").exists()  # refused inputs leave no database
+    assert not (tmp_path / "x.sqlite").exists()  # made by the failed start, removed
+
+
+def test_connections_without_headers_are_closed(service) -> None:
+    import uvicorn
+
+    from probrank.serve.app import create_app, header_timeout_protocol
+    from probrank.serve.server import bind
+
+    sock = bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        create_app(service), log_level="warning", lifespan="off",
+        http=header_timeout_protocol(0.5), timeout_keep_alive=5,
+    )  # fmt: skip
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        silent = socket.create_connection(("127.0.0.1", port), timeout=10)
+        slow = socket.create_connection(("127.0.0.1", port), timeout=10)
+        slow.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # headers never finished
+        started = time.monotonic()
+        for half_open in (silent, slow):
+            assert half_open.recv(1024) == b""  # closed by the server
+            half_open.close()
+        assert time.monotonic() - started < 5
+        # a whole request is answered, and the connection is kept for the next one
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+            assert client.get("/health").text == "ok"
+            time.sleep(1.0)  # longer than the header timeout, shorter than keep-alive
+            assert client.get("/health").text == "ok"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()

@@ -40,7 +40,7 @@ task encodes the texts its node lacks).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ import numpy as np
 import torch
 
 from probrank.data.candidates import CandidateList
+from probrank.data.folds import cross_validate
 from probrank.data.trec import Qrels, Run
 from probrank.evaluation.calibration import expected_calibration_error
 from probrank.evaluation.measures import evaluate
@@ -133,24 +134,28 @@ def _bm25_probabilities(
     each candidate, fitted on the other folds' topics."""
     from sklearn.linear_model import LogisticRegression
 
-    where = {qid: f for f, topics in enumerate(folds) for qid in topics}
-    rows = [np.asarray(item.features, dtype=np.float64) for item in lists]
-    labels = [np.asarray(item.labels, dtype=np.int64) for item in lists]
-    out = [np.zeros(len(item)) for item in lists]
-    for f in range(len(folds)):
-        train = [i for i, item in enumerate(lists) if where[item.qid] != f]
-        test = [i for i, item in enumerate(lists) if where[item.qid] == f]
-        x = np.concatenate([rows[i] for i in train])
-        y = np.concatenate([labels[i] for i in train])
+    rows = {item.qid: np.asarray(item.features, dtype=np.float64) for item in lists}
+    labels = {item.qid: np.asarray(item.labels, dtype=np.int64) for item in lists}
+
+    def fit(train: list[str], _fold: int) -> Callable[[np.ndarray], np.ndarray]:
+        x = np.concatenate([rows[q] for q in train])
+        y = np.concatenate([labels[q] for q in train])
         mean, std = x.mean(0), x.std(0) + 1e-12
         if y.min() == y.max():  # one class only: its rate
-            for i in test:
-                out[i][:] = float(y[0])
-            continue
+            rate = float(y[0])
+            return lambda features: np.full(len(features), rate)
         model = LogisticRegression(C=1.0, max_iter=1000, random_state=seed)
         model.fit((x - mean) / std, y)
-        for i in test:
-            out[i] = model.predict_proba((rows[i] - mean) / std)[:, 1]
+        return lambda features: model.predict_proba((features - mean) / std)[:, 1]
+
+    def predict(model: Callable[[np.ndarray], np.ndarray], test: list[str]) -> dict[str, Any]:
+        return {q: model(rows[q]) for q in test}
+
+    result = cross_validate(folds, fit, predict, keys=[item.qid for item in lists])
+    held_out: dict[str, np.ndarray] = {}
+    for part in result.predictions:
+        held_out.update(part or {})
+    out = [held_out[item.qid] for item in lists]
     return np.concatenate(out)
 
 

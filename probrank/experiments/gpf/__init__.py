@@ -11,7 +11,8 @@
 * :mod:`~probrank.experiments.gpf.config`: the configs' typed schemas.
 
 The heads and their validation selection are the model's parts
-(:mod:`probrank.nn.heads`, :mod:`probrank.models.gpf_ranker.selection`).
+(:mod:`probrank.models.gpf_ranker`: :class:`~probrank.models.gpf_ranker.GPFRanker` and its
+regimes).
 
 Names are imported from their modules on first use, so that reading a config (which imports
 every protocol's schema) loads no protocol.

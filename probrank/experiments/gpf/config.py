@@ -21,9 +21,7 @@ from probrank.experiments.tables import (
     QuietExperiment,
     Rate,
 )
-from probrank.nn.heads import PrecisionUpdate
-from probrank.nn.losses import LossKind
-from probrank.nn.rff_gp import MomentumForm
+from probrank.models.gpf_ranker import LossKind, MomentumForm, PrecisionUpdate
 
 __all__ = ["GPFFinetuneConfig", "GPFRankerConfig"]
 
@@ -47,7 +45,7 @@ def _check_split_names(table: Mapping[str, Any], keys: tuple[str, ...]) -> None:
 
 
 @dataclass(frozen=True)
-class GPFData:
+class GPFDataSettings:
     """``[data]``: the splits and where the data sets are."""
 
     train: SplitName
@@ -69,7 +67,7 @@ class GPFData:
 
 
 @dataclass(frozen=True)
-class GPFFinetuneData(GPFData):
+class GPFFinetuneDataSettings(GPFDataSettings):
     """``[data]`` of ``gpf_finetune``: also the shifted test sets."""
 
     shift: list[SplitName] | None = None  # default none
@@ -81,14 +79,14 @@ class GPFFinetuneData(GPFData):
 
 
 @dataclass(frozen=True)
-class GPFEvaluation:
+class GPFEvaluationSettings:
     """``[evaluation]``: the measures reported (default all)."""
 
     measures: Annotated[list[str], NonEmpty(), OneOf(MEASURES)] | None = None
 
 
 @dataclass(frozen=True)
-class HeadFit:
+class HeadFitSettings:
     """Training settings of a head (``[heads]``, overridden per head)."""
 
     epochs: Epochs | None = None  # checkpoints chosen on validation
@@ -97,22 +95,22 @@ class HeadFit:
 
 
 @dataclass(frozen=True)
-class FrozenFit(HeadFit):
+class FrozenFitSettings(HeadFitSettings):
     """Head-only training: also Adam's weight decay."""
 
     weight_decay: NonNegativeFloat | None = None
 
 
 @dataclass(frozen=True)
-class FineTuneFit(HeadFit):
+class FineTuneFitSettings(HeadFitSettings):
     """End-to-end fine-tuning: also the encoder's learning rate."""
 
     encoder_lr: PositiveFloat | None = None
 
 
 @dataclass(frozen=True)
-class MLPOptions:
-    """Constructor options of an MLP head (:class:`probrank.nn.heads.MLPHead`)."""
+class MLPHeadSettings:
+    """Constructor options of an MLP head of :class:`~probrank.models.gpf_ranker.GPFRanker`."""
 
     hidden: PositiveInt | None = None
     num_layers: NonNegativeInt | None = None
@@ -122,8 +120,8 @@ class MLPOptions:
 
 
 @dataclass(frozen=True)
-class GPOptions:
-    """Constructor options of an SNGP / GPF head (:class:`probrank.nn.heads.SNGPHead`)."""
+class GPHeadSettings:
+    """Constructor options of a GP head of :class:`~probrank.models.gpf_ranker.GPFRanker`."""
 
     hidden: PositiveInt | None = None
     num_layers: NonNegativeInt | None = None
@@ -142,12 +140,12 @@ FocalGamma = Annotated[float, Range(1)]
 
 
 @dataclass(frozen=True)
-class FrozenMLP(MLPOptions, FrozenFit):
+class FrozenMLPSettings(MLPHeadSettings, FrozenFitSettings):
     """``[heads.deterministic]`` of ``gpf_ranker``."""
 
 
 @dataclass(frozen=True)
-class FrozenMCDropout(FrozenMLP):
+class FrozenMCDropoutSettings(FrozenMLPSettings):
     """``[heads.mc_dropout]``: also the passes ``T`` and their seed."""
 
     num_samples: Annotated[int, Range(2)] | None = None
@@ -155,14 +153,14 @@ class FrozenMCDropout(FrozenMLP):
 
 
 @dataclass(frozen=True)
-class FrozenEnsemble(FrozenMLP):
+class FrozenEnsembleSettings(FrozenMLPSettings):
     """``[heads.ensemble]``: also the members ``M``."""
 
     num_members: Annotated[int, Range(2)] | None = None
 
 
 @dataclass(frozen=True)
-class FrozenSNGP(GPOptions, FrozenFit):
+class FrozenSNGPSettings(GPHeadSettings, FrozenFitSettings):
     """``[heads.sngp]`` of ``gpf_ranker`` (BCE loss)."""
 
     loss: Annotated[str, OneOf.enum(LossKind)] | None = None
@@ -170,34 +168,35 @@ class FrozenSNGP(GPOptions, FrozenFit):
 
 
 @dataclass(frozen=True)
-class FrozenGPF(GPOptions, FrozenFit):
-    """``[heads.gpf]`` of ``gpf_ranker``: focal ``gamma``, one value or a grid (default 2)."""
+class FrozenGPFSettings(GPHeadSettings, FrozenFitSettings):
+    """``[heads.gpf]`` of ``gpf_ranker``: focal ``gamma``, one value or a grid (default: the
+    model's grid, :attr:`probrank.models.gpf_ranker.GPFRankerSettings.gammas`)."""
 
     gamma: FocalGamma | Annotated[list[FocalGamma], NonEmpty()] | None = None
 
 
 @dataclass(frozen=True)
-class GPFRankerHeads(FrozenFit):
+class GPFRankerHeadsSettings(FrozenFitSettings):
     """``[heads]`` of ``gpf_ranker``: the heads, their shared settings and one table each."""
 
     names: Annotated[list[str], NonEmpty(), OneOf(HEADS)] | None = None  # default all five
     hidden: PositiveInt | None = None
     num_layers: NonNegativeInt | None = None
     dropout: Rate | None = None
-    deterministic: FrozenMLP | None = None
-    mc_dropout: FrozenMCDropout | None = None
-    ensemble: FrozenEnsemble | None = None
-    sngp: FrozenSNGP | None = None
-    gpf: FrozenGPF | None = None
+    deterministic: FrozenMLPSettings | None = None
+    mc_dropout: FrozenMCDropoutSettings | None = None
+    ensemble: FrozenEnsembleSettings | None = None
+    sngp: FrozenSNGPSettings | None = None
+    gpf: FrozenGPFSettings | None = None
 
 
 @dataclass(frozen=True)
-class FineTunedMLP(MLPOptions, FineTuneFit):
+class FineTunedMLPSettings(MLPHeadSettings, FineTuneFitSettings):
     """``[heads.deterministic]`` of ``gpf_finetune``."""
 
 
 @dataclass(frozen=True)
-class FineTunedSNGP(GPOptions, FineTuneFit):
+class FineTunedSNGPSettings(GPHeadSettings, FineTuneFitSettings):
     """``[heads.sngp]`` of ``gpf_finetune``."""
 
     loss: Annotated[str, OneOf.enum(LossKind)] | None = None
@@ -205,34 +204,34 @@ class FineTunedSNGP(GPOptions, FineTuneFit):
 
 
 @dataclass(frozen=True)
-class FineTunedGPF(GPOptions, FineTuneFit):
+class FineTunedGPFSettings(GPHeadSettings, FineTuneFitSettings):
     """``[heads.gpf]`` of ``gpf_finetune``: one focal ``gamma`` (default 2)."""
 
     gamma: FocalGamma | None = None
 
 
 @dataclass(frozen=True)
-class GPFFinetuneHeads(FineTuneFit):
+class GPFFinetuneHeadsSettings(FineTuneFitSettings):
     """``[heads]`` of ``gpf_finetune``."""
 
     names: Annotated[list[str], NonEmpty(), OneOf(FINE_TUNED_HEADS)] | None = None
     hidden: PositiveInt | None = None
     num_layers: NonNegativeInt | None = None
     dropout: Rate | None = None
-    deterministic: FineTunedMLP | None = None
-    sngp: FineTunedSNGP | None = None
-    gpf: FineTunedGPF | None = None
+    deterministic: FineTunedMLPSettings | None = None
+    sngp: FineTunedSNGPSettings | None = None
+    gpf: FineTunedGPFSettings | None = None
 
 
 @dataclass(frozen=True)
-class Calibration:
+class CalibrationSettings:
     """``[calibration]`` of ``gpf_finetune``: the mean-field factors ``lambda`` to choose from."""
 
     mean_field_factors: Annotated[list[NonNegativeFloat], NonEmpty()] | None = None
 
 
 @dataclass(frozen=True)
-class CalibrationWithTemperature(Calibration):
+class TemperatureCalibrationSettings(CalibrationSettings):
     """``[calibration]`` of ``gpf_ranker``: also the ``+T`` rows (default true)."""
 
     temperature: bool | None = None
@@ -243,11 +242,11 @@ class GPFRankerConfig:
     """A ``gpf_ranker`` config (:mod:`probrank.experiments.gpf.frozen`)."""
 
     experiment: QuietExperiment
-    data: GPFData
-    evaluation: GPFEvaluation | None = None
+    data: GPFDataSettings
+    evaluation: GPFEvaluationSettings | None = None
     encoder: Encoder | None = None
-    heads: GPFRankerHeads | None = None
-    calibration: CalibrationWithTemperature | None = None
+    heads: GPFRankerHeadsSettings | None = None
+    calibration: TemperatureCalibrationSettings | None = None
     output: Output | None = None
 
 
@@ -256,9 +255,9 @@ class GPFFinetuneConfig:
     """A ``gpf_finetune`` config (:mod:`probrank.experiments.gpf.finetune`)."""
 
     experiment: QuietExperiment
-    data: GPFFinetuneData
-    evaluation: GPFEvaluation | None = None
+    data: GPFFinetuneDataSettings
+    evaluation: GPFEvaluationSettings | None = None
     encoder: Encoder | None = None
-    heads: GPFFinetuneHeads | None = None
-    calibration: Calibration | None = None
+    heads: GPFFinetuneHeadsSettings | None = None
+    calibration: CalibrationSettings | None = None
     output: Output | None = None

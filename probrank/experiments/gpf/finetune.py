@@ -34,122 +34,31 @@ executor's on the same hardware.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from probrank.data.candidates import CandidateList, num_pairs, pair_texts
+from probrank.data.candidates import num_pairs
 from probrank.evaluation.calibration_plots import reliability_figure
 from probrank.exceptions import InputDataError
 from probrank.executors import ExecutorKind, ExecutorSettings, Task, open_executor
 from probrank.experiments.gpf.data import load_split
 from probrank.experiments.gpf.measures import FINE_TUNED_HEADS, MEASURES, evaluate_head
 from probrank.experiments.results import ExperimentResult
-from probrank.models.gpf_ranker.selection import GP_HEADS, Checkpoint, Family, select
+from probrank.models.gpf_ranker import DEFAULT_MEAN_FIELD_FACTORS, Family, select
+from probrank.models.gpf_ranker.fine_tuning import PairSplit, fine_tune_checkpoints, pair_split
 
 __all__ = ["run"]
 
 
-@dataclass
-class _Split:
-    name: str
-    lists: list[CandidateList]
-    queries: list[str]
-    candidates: list[str]
-    labels: Tensor
-
-
-def _split(name: str, data: dict[str, Any], smoke: bool) -> _Split:
-    lists = load_split(name, data, smoke)
-    queries, candidates = pair_texts(lists)
-    labels = torch.tensor([y for item in lists for y in item.labels], dtype=torch.float32)
-    return _Split(name, lists, queries, candidates, labels)
-
-
-@torch.no_grad()
-def _features(encoder: Any, split: _Split) -> Tensor:
-    return encoder.encode_pairs(split.queries, split.candidates).float()
-
-
-def _head_options(heads: dict[str, Any], name: str) -> dict[str, Any]:
-    fit_keys = ("epochs", "batch_size", "lr", "encoder_lr")
-    common = {k: heads[k] for k in ("hidden", "num_layers", "dropout") if k in heads}
-    own = {k: v for k, v in heads.get(name, {}).items() if k not in fit_keys}
-    return {**common, **own}
-
-
-def _fine_tune_one(
-    name: str,
-    seed: int,
-    config: dict[str, Any],
-    splits: dict[str, _Split],
-    shifts: list[str],
-    show_progress: bool,
-) -> tuple[list[Checkpoint], dict[int, dict[str, tuple[Tensor, Tensor]]]]:
-    """Fine-tune encoder + head ``name``; the checkpoints' validation predictive and, per
-    epoch, the ``(m, v)`` of the test and shift sets."""
-    from probrank.encoders.config import encoder_from_config
-    from probrank.encoders.fine_tune import fine_tune
-    from probrank.nn.heads import build_head
-
-    heads = config.get("heads", {})
-    merged = {**heads, **heads.get(name, {})}
-    epochs_grid = sorted({int(e) for e in merged.get("epochs", [1, 2, 3])})
-    torch.manual_seed(seed)
-    encoder = encoder_from_config(
-        config.get("encoder"),
-        freeze=False,
-        show_progress=show_progress,
-        mode="cross",
-        max_length=128,
-    )
-    options = {**_head_options(heads, name), "seed": seed}
-    head = build_head(name, encoder.feature_dim, **options)
-    train = splits["train"]
-    penalty = None
-    if name in GP_HEADS:
-        output = head.gp.output  # type: ignore[attr-defined]
-        penalty = lambda: output.prior_penalty() / len(train.labels)  # noqa: E731
-    checkpoints: list[Checkpoint] = []
-    scored: dict[int, dict[str, tuple[Tensor, Tensor]]] = {}
-
-    def keep(epochs: int) -> None:
-        if epochs not in epochs_grid:
-            return
-        if penalty is not None:  # GP heads: the exact Laplace pass over the training pairs
-            head.finalize(_features(encoder, train), 1024)
-        predictive = {}
-        for role in ("validation", "test", *shifts):
-            mean, variance = head.logit_predictive(_features(encoder, splits[role]))
-            predictive[role] = (mean.double().cpu(), variance.double().cpu())
-        checkpoints.append(Checkpoint(dict(options), epochs, {}, *predictive.pop("validation")))
-        scored[epochs] = predictive
-
-    fine_tune(
-        encoder,
-        head,  # type: ignore[arg-type]
-        train.queries,
-        train.candidates,
-        train.labels,
-        loss=head.loss,  # type: ignore[attr-defined]
-        penalty=penalty,
-        on_epoch_end=keep,
-        epochs=epochs_grid[-1],
-        lr=float(merged.get("encoder_lr", 2e-5)),
-        head_lr=float(merged.get("lr", 1e-3)),
-        batch_size=int(merged.get("batch_size", 16)),
-        seed=seed,
-    )
-    return checkpoints, scored
+def _split(name: str, data: dict[str, Any], smoke: bool) -> PairSplit:
+    return pair_split(name, load_split(name, data, smoke))
 
 
 def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
     """Fine-tune and evaluate the configured heads over ``seeds`` seeds (see the module doc)."""
-    from probrank.nn.calibration import DEFAULT_MEAN_FIELD_FACTORS
-
     threads = int(config.get("experiment", {}).get("threads", 2))
     torch.set_num_threads(threads)
     data = config.get("data", {})
@@ -172,7 +81,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         for f in config.get("calibration", {}).get("mean_field_factors", DEFAULT_MEAN_FIELD_FACTORS)
     ]
     shifts = [str(s) for s in data.get("shift", [])]
-    splits: dict[str, _Split] = {}
+    splits: dict[str, PairSplit] = {}
     for role in ("train", "validation", "test"):
         if role not in data:
             raise InputDataError(f"[data] {role} missing", path=config_path)
@@ -197,8 +106,16 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         tasks = [
             Task(
                 f"seed {seed}, {name}",
-                _fine_tune_one,
-                (name, seed, config, shared, shifts, not quiet and local),
+                fine_tune_checkpoints,
+                (
+                    name,
+                    seed,
+                    config.get("heads", {}),
+                    config.get("encoder"),
+                    shared,
+                    shifts,
+                    not quiet and local,
+                ),
                 threads=threads,
                 gpu=True,
             )

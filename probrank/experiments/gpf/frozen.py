@@ -4,9 +4,12 @@ A config names the training, validation and test sets (``ubuntu:train``, ``ubunt
 ``ubuntu:test``, ``mediqa:train``, ``mediqa:validation``, ``mediqa:test``, ``liveqa:test``),
 the encoder (default: frozen all-MiniLM-L6-v2 in bi-encoder mode, features ``(u, v, u*v, |u-v|)``
 cached on disk; a relative ``cache_dir`` is resolved against the project root) and the heads.
-For every seed and head, the epochs (``[heads] epochs``, overridable per head), GPF's focal
-``gamma`` (``[heads.gpf] gamma``, a value or a list) and the GP heads' mean-field factor
-(``[calibration] mean_field_factors``) are chosen by validation NLL
+For every seed and head the protocol builds a :class:`~probrank.models.gpf_ranker.GPFRanker`
+from the head's :class:`~probrank.models.gpf_ranker.GPFRankerSettings` (``[heads]`` merged
+with ``[heads.<head>]``; what they leave out is the model's default) and calls its
+:meth:`~probrank.models.gpf_ranker.GPFRanker.fit_features`: the epochs (``[heads] epochs``,
+overridable per head), GPF's focal ``gamma`` (``[heads.gpf] gamma``, a value or a list) and the
+GP heads' mean-field factor (``[calibration] mean_field_factors``) are chosen by validation NLL
 (:mod:`probrank.models.gpf_ranker.selection`); with ``[calibration] temperature = true`` (the
 default) every head is also reported as ``<head>+T`` with a validation-fitted temperature.
 On the test set: ranking measures (``R10@1``, ``MAP``, ``MRR``) over candidate lists with at
@@ -23,7 +26,7 @@ executor's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +39,19 @@ from probrank.executors import ExecutorSettings, Task, open_executor
 from probrank.experiments.gpf.data import load_split, pair_features
 from probrank.experiments.gpf.measures import HEADS, MEASURES, evaluate_head
 from probrank.experiments.results import ExperimentResult
-from probrank.models.gpf_ranker.selection import (
+from probrank.models.gpf_ranker import (
+    DEFAULT_MEAN_FIELD_FACTORS,
     GP_HEADS,
     Family,
-    restore,
-    select,
-    train_checkpoints,
+    GPFRanker,
+    GPFRankerSettings,
+    HeadKind,
 )
-from probrank.nn.calibration import DEFAULT_MEAN_FIELD_FACTORS
-from probrank.nn.heads import FitOptions
 
 __all__ = ["run", "seed0_panels"]
+
+_SMOKE_FEATURES = 64
+"""Random features of the GP heads in smoke runs."""
 
 
 def _head_options(heads: dict[str, Any], name: str) -> dict[str, Any]:
@@ -64,19 +69,32 @@ def _fit_settings(heads: dict[str, Any], name: str) -> dict[str, Any]:
     return {k: merged[k] for k in _FIT_KEYS if k in merged}
 
 
-def _gammas(options: dict[str, Any], name: str) -> list[float | None]:
-    if name != "gpf":
-        return [None]
-    from probrank.nn.losses import check_focal_gamma
-
-    value = options.pop("gamma", 2.0)
-    values = value if isinstance(value, list) else [value]
-    return [check_focal_gamma(float(g)) for g in values]
+def head_settings(
+    heads: dict[str, Any], name: str, factors: list[float], *, smoke: bool
+) -> GPFRankerSettings:
+    """The :class:`~probrank.models.gpf_ranker.GPFRankerSettings` of head ``name`` from
+    ``[heads]`` and ``[heads.<name>]`` (what a table leaves out is the model's default; a
+    smoke run trains one epoch, one gamma and a small GP)."""
+    values: dict[str, Any] = {**_head_options(heads, name), **_fit_settings(heads, name)}
+    gamma = values.pop("gamma", None)
+    if gamma is not None and name == "gpf":
+        values["gammas"] = tuple(float(g) for g in (gamma if isinstance(gamma, list) else [gamma]))
+    elif gamma is not None:
+        values["focal_gamma"] = float(gamma)
+    if "epochs" in values:
+        values["epochs"] = tuple(int(e) for e in values["epochs"])
+    settings = GPFRankerSettings(head=HeadKind(name), mean_field_factors=tuple(factors), **values)
+    if not smoke:
+        return settings
+    smaller: dict[str, Any] = {"epochs": (1,), "gammas": settings.gammas[:1]}
+    if name in GP_HEADS:
+        smaller["num_features"] = _SMOKE_FEATURES
+    return replace(settings, **smaller)
 
 
 @dataclass(frozen=True)
 class _Features:
-    """The standardised features and labels of the three splits (shared by every task)."""
+    """The raw features and labels of the three splits (shared by every task)."""
 
     x_train: Tensor
     y_train: Tensor
@@ -91,7 +109,6 @@ class _Features:
 class _HeadOutcome:
     """What one (seed, head) task sends back."""
 
-    epochs: list[int]
     chosen: dict[str, dict[str, float]]  # row -> selected settings
     scores: dict[str, dict[str, float]]  # row -> measure -> value
     probs: dict[str, Tensor]  # row -> test probabilities (seed 0 only)
@@ -99,41 +116,22 @@ class _HeadOutcome:
 
 def _fit_head(
     data: _Features,
-    name: str,
+    settings: GPFRankerSettings,
     seed: int,
-    heads_cfg: dict[str, Any],
     families: list[Family],
-    factors: list[float],
     measures: list[str],
-    smoke: bool,
 ) -> _HeadOutcome:
-    """One task: train ``name``'s grid for ``seed``, select per family on validation, score
-    the test set."""
-    options = _head_options(heads_cfg, name)
-    if smoke and name in GP_HEADS:
-        options["num_features"] = 64
-    gammas = _gammas(options, name)
-    if smoke:
-        gammas = gammas[:1]
-    grid = [{**options, "seed": seed, **({} if g is None else {"gamma": g})} for g in gammas]
-    settings = _fit_settings(heads_cfg, name)
-    epochs_grid = [1] if smoke else [int(e) for e in settings.pop("epochs", [5, 15])]
-    checkpoints = train_checkpoints(
-        name,
-        data.x_train.shape[1],
-        grid,
-        (data.x_train, data.y_train),
-        data.x_val,
-        epochs_grid,
-        FitOptions(seed=seed, **settings),
+    """One task: the head's validation-selection fit for ``seed`` (one
+    :class:`~probrank.models.gpf_ranker.GPFRanker` per calibration family), scored on test."""
+    fitted = GPFRanker(settings).fit_features(
+        (data.x_train, data.y_train), (data.x_val, data.y_val), families=families, seed=seed
     )
-    outcome = _HeadOutcome(epochs_grid, {}, {}, {})
-    for family in families:
-        selection = select(name, checkpoints, data.y_val, family, factors)
+    name = settings.head.value
+    outcome = _HeadOutcome({}, {}, {})
+    for family, model in fitted.items():
         row = _row(name, family)
-        outcome.chosen[row] = selection.settings
-        head = restore(name, data.x_train.shape[1], selection)
-        probs = head.predict_proba(data.x_test).detach().double()
+        outcome.chosen[row] = {k: v for k, v in model.selected.items() if k != "seed"}
+        probs = model.predict_features(data.x_test)
         outcome.scores[row] = evaluate_head(probs, data.y_test.double(), data.test_lists, measures)
         if seed == 0:
             outcome.probs[row] = probs
@@ -183,17 +181,14 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     for role, lists in loaded.items():
         features, labels = pair_features(encoder, lists)
         splits[role] = (lists, features, labels)
-    mean = splits["train"][1].mean(0)
-    std = splits["train"][1].std(0).clamp_min(1e-6)
-    standard = {role: ((f - mean) / std, y) for role, (_, f, y) in splits.items()}
-    prepared = _Features(
-        *standard["train"], *standard["validation"], *standard["test"], splits["test"][0]
-    )
+    raw = {role: (f, y) for role, (_, f, y) in splits.items()}
+    prepared = _Features(*raw["train"], *raw["validation"], *raw["test"], splits["test"][0])
     rows = [_row(n, f) for n in names for f in families]
     values: dict[str, dict[str, list[float]]] = {r: {m: [] for m in measures} for r in rows}
     chosen: dict[str, dict[str, float]] = {}
     test_probs: dict[str, Tensor] = {}
-    epochs_used: dict[str, list[int]] = {}
+    per_head = {name: head_settings(heads_cfg, name, factors, smoke=smoke) for name in names}
+    epochs_used = {name: [int(e) for e in per_head[name].epochs] for name in names}
     pairs = [(seed, name) for seed in range(seeds) for name in names]
     with open_executor(ExecutorSettings.from_table(config.get("experiment"))) as executor:
         shared = executor.share(prepared)
@@ -201,15 +196,14 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
             Task(
                 f"seed {seed}, {name}",
                 _fit_head,
-                (shared, name, seed, heads_cfg, families, factors, measures, smoke),
+                (shared, per_head[name], seed, families, measures),
                 threads=threads,
             )
             for seed, name in pairs
         ]
         quiet = bool(config.get("experiment", {}).get("quiet", False))
         outcomes = executor.map(tasks, desc="heads", progress=not quiet)
-    for (seed, name), outcome in zip(pairs, outcomes, strict=True):
-        epochs_used[name] = outcome.epochs
+    for (seed, _name), outcome in zip(pairs, outcomes, strict=True):
         for row, settings_chosen in outcome.chosen.items():
             chosen[f"{row} (seed {seed})"] = settings_chosen
             for measure, value in outcome.scores[row].items():
@@ -224,7 +218,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         f"{encoder.pooling.value} pooling, frozen, features {encoder.feature_dim})",
         "selected per head and seed by validation NLL: epochs from "
         + "; ".join(f"{n} {e}" for n, e in epochs_used.items())
-        + f"; GPF gamma from {_gammas(_head_options(heads_cfg, 'gpf'), 'gpf')}"
+        + f"; GPF gamma from {_gpf_gammas(heads_cfg, factors)}"
         + f"; GP mean-field factor lambda from {[round(f, 4) for f in factors]}"
         + ("; rows '+T' add a validation-fitted temperature" if len(families) > 1 else ""),
     ]
@@ -250,6 +244,11 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         figures={"reliability": reliability_figure(panels)} if panels else {},
         settings=settings,
     )
+
+
+def _gpf_gammas(heads: dict[str, Any], factors: list[float]) -> list[float]:
+    """The configured GPF gamma grid (the model's default when not given)."""
+    return list(head_settings(heads, "gpf", factors, smoke=False).gammas)
 
 
 def _row(name: str, family: Any) -> str:

@@ -19,12 +19,12 @@ from probrank.evaluation.calibration import (
     negative_log_likelihood,
 )
 from probrank.evaluation.tensor_metrics import average_precision, recall_n_at_k, reciprocal_rank
-from probrank.nn.heads import HeadKind
+from probrank.models.gpf_ranker import HeadKind
 
 __all__ = ["FINE_TUNED_HEADS", "HEADS", "MEASURES", "evaluate_head"]
 
 HEADS = tuple(kind.value for kind in HeadKind)
-"""Head names (:class:`~probrank.nn.heads.HeadKind`), in table order."""
+"""Head names (:class:`~probrank.models.gpf_ranker.HeadKind`), in table order."""
 
 FINE_TUNED_HEADS = tuple(k.value for k in (HeadKind.DETERMINISTIC, HeadKind.SNGP, HeadKind.GPF))
 """Heads ``gpf_finetune`` fine-tunes (one encoder run each; MC dropout and the ensemble would

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,41 +44,28 @@ from torch import Tensor
 from probrank._progress import progress_bar
 from probrank.data.candidates import CandidateList, num_pairs, pair_texts
 from probrank.encoders.hidden_states import HiddenStateEncoder
-from probrank.encoders.packed_states import PackedStates
-from probrank.encoders.top_layers import TopLayerRanker
 from probrank.evaluation.calibration_plots import reliability_figure
 from probrank.exceptions import InputDataError
 from probrank.experiments.gpf.data import load_split
 from probrank.experiments.gpf.measures import MEASURES, evaluate_head
-from probrank.experiments.gpf.top_layers_config import TOP_LAYER_HEADS, DropoutScope
+from probrank.experiments.gpf.top_layers_config import TOP_LAYER_HEADS
 from probrank.experiments.results import ExperimentResult
-from probrank.models.gpf_ranker.selection import GP_HEADS, Checkpoint, Family, Selection, select
+from probrank.models.gpf_ranker import DEFAULT_MEAN_FIELD_FACTORS, GP_HEADS, Family, select
+from probrank.models.gpf_ranker.top_layers import (
+    ROW_GROUPS,
+    DropoutScope,
+    TopLayerRun,
+    TopLayerSplit,
+    score_selections,
+    top_layer_runs,
+    train_top_layer_run,
+)
 
 __all__ = ["run"]
 
 _FIT_KEYS = ("epochs", "batch_size", "lr", "encoder_lr", "weight_decay")
 _LAYER_KEYS = ("layer_spectral_bound", "layer_spectral_mode")
 _SMOKE_FEATURES = 64
-
-
-@dataclass
-class _Split:
-    name: str
-    lists: list[CandidateList]
-    labels: Tensor
-    states: PackedStates
-
-
-@dataclass
-class _Run:
-    """One training run: the head built, its options, and the rows it serves."""
-
-    kind: str
-    rows: tuple[str, ...]
-    options: dict[str, Any]
-    fit: dict[str, Any]
-    spectral_bound: float | None
-    spectral_mode: str
 
 
 @dataclass
@@ -109,148 +96,6 @@ def _encoder(config: Mapping[str, Any], config_path: Path, quiet: bool) -> Hidde
     )
 
 
-def _runs(names: list[str], heads: Mapping[str, Any], smoke: bool) -> list[_Run]:
-    common = {k: heads[k] for k in ("hidden", "num_layers", "dropout") if k in heads}
-
-    def own(name: str) -> dict[str, Any]:
-        table = heads.get(name, {})
-        return {k: v for k, v in table.items() if k not in (*_FIT_KEYS, *_LAYER_KEYS)}
-
-    def fit(name: str) -> dict[str, Any]:
-        merged = {**heads, **heads.get(name, {})}
-        return {k: merged[k] for k in _FIT_KEYS if k in merged}
-
-    def spectral(name: str) -> tuple[float | None, str]:
-        table = heads.get(name, {})
-        bound = table.get("layer_spectral_bound")
-        return (None if bound is None else float(bound)), table.get(
-            "layer_spectral_mode", "relative"
-        )
-
-    runs = []
-    mlp_rows = tuple(n for n in ("deterministic", "mc_dropout") if n in names)
-    if mlp_rows:
-        options = {**common, **own("deterministic")}
-        if "mc_dropout" in mlp_rows:
-            mc = heads.get("mc_dropout", {})
-            options.update(
-                num_samples=int(mc.get("num_samples", 10)),
-                prediction_seed=int(mc.get("prediction_seed", 0)),
-            )
-        kind = "mc_dropout" if "mc_dropout" in mlp_rows else "deterministic"
-        runs.append(_Run(kind, mlp_rows, options, fit("deterministic"), *spectral("deterministic")))
-    for name in ("sngp", "gpf"):
-        if name not in names:
-            continue
-        options = {**common, **own(name)}
-        if smoke:
-            options["num_features"] = _SMOKE_FEATURES
-        gammas: list[Any] = [None]
-        if name == "gpf":
-            from probrank.nn.losses import check_focal_gamma
-
-            value = options.pop("gamma", 2.0)
-            gammas = [
-                check_focal_gamma(float(g)) for g in (value if isinstance(value, list) else [value])
-            ]
-            gammas = gammas[:1] if smoke else gammas
-        for gamma in gammas:
-            grid_options = dict(options) if gamma is None else {**options, "gamma": gamma}
-            runs.append(_Run(name, (name,), grid_options, fit(name), *spectral(name)))
-    return runs
-
-
-def _build(run: _Run, encoder: HiddenStateEncoder, pooling: str, seed: int) -> TopLayerRanker:
-    from probrank.nn.heads import build_head
-
-    top = encoder.top_layers(
-        pooling=pooling,
-        spectral_bound=run.spectral_bound,
-        spectral_mode=run.spectral_mode,
-        seed=seed,
-    )
-    head = build_head(run.kind, encoder.hidden_size, **run.options, seed=seed)
-    return TopLayerRanker(top, head).to(encoder.device)  # type: ignore[arg-type]
-
-
-def _logit(probabilities: Tensor) -> Tensor:
-    return torch.logit(probabilities.clamp(1e-7, 1 - 1e-7))
-
-
-def _predictive(
-    row: str, ranker: TopLayerRanker, split: _Split, pooled: Tensor, scope: DropoutScope, bs: int
-) -> tuple[Tensor, Tensor]:
-    """`n` predictive means and variances of the logits of ``row`` on ``split``."""
-    head: Any = ranker.head
-    if row == "deterministic":
-        head.eval()
-        with torch.no_grad():
-            mean = head(pooled).reshape(-1)
-        variance = torch.zeros_like(mean)
-    elif row == "mc_dropout" and scope is DropoutScope.TOP_LAYERS:
-        logits = ranker.sample_logits(
-            split.states, head.num_samples, seed=head.prediction_seed, batch_size=bs
-        )
-        mean = _logit(torch.sigmoid(logits).mean(0))
-        variance = torch.zeros_like(mean)
-    else:  # head-only MC dropout, SNGP, GPF
-        mean, variance = head.logit_predictive(pooled)
-    return mean.double().cpu(), variance.double().cpu()
-
-
-def _train_run(
-    run: _Run,
-    seed: int,
-    encoder: HiddenStateEncoder,
-    splits: dict[str, _Split],
-    settings: dict[str, Any],
-) -> dict[str, list[Checkpoint]]:
-    """Train one run; the checkpoints of each of its rows (validation predictive + state)."""
-    from probrank.encoders.top_layers_fit import fine_tune_top_layers
-
-    ranker = _build(run, encoder, settings["pooling"], seed)
-    bs = settings["batch_size"]
-    train, validation = splits["train"], splits["validation"]
-    grid = sorted({int(e) for e in run.fit.get("epochs", [1, 2, 3])})
-    if settings["smoke"]:
-        grid = [1]
-    checkpoints: dict[str, list[Checkpoint]] = {row: [] for row in run.rows}
-    gp = run.kind in GP_HEADS
-
-    def keep(epochs: int) -> None:
-        if epochs not in grid:
-            return
-        if gp:  # the exact Laplace pass over the training pairs' pooled features
-            ranker.head.finalize(ranker.pooled(train.states, bs), 1024)  # type: ignore[operator]
-        pooled = ranker.pooled(validation.states, bs)
-        state = {k: v.detach().to("cpu", copy=True) for k, v in ranker.state_dict().items()}
-        for row in run.rows:
-            mean, variance = _predictive(row, ranker, validation, pooled, settings["scope"], bs)
-            checkpoints[row].append(Checkpoint(dict(run.options), epochs, state, mean, variance))
-
-    penalty = None
-    if gp:
-        output: Any = ranker.head.gp.output  # type: ignore[union-attr]
-        n = len(train.labels)
-        penalty = lambda: output.prior_penalty() / n  # noqa: E731
-    fine_tune_top_layers(
-        ranker,
-        train.states,
-        train.labels,
-        loss=ranker.head.loss,  # type: ignore[arg-type]
-        penalty=penalty,
-        on_epoch_end=keep,
-        epochs=grid[-1],
-        lr=float(run.fit.get("encoder_lr", 2e-5)),
-        head_lr=float(run.fit.get("lr", 1e-3)),
-        weight_decay=float(run.fit.get("weight_decay", 0.01)),
-        batch_size=int(run.fit.get("batch_size", 32)),
-        seed=seed,
-        show_progress=settings["progress"],
-    )
-    return checkpoints
-
-
 def _load_splits(
     data: Mapping[str, Any], shifts: list[str], config_path: Path, smoke: bool
 ) -> dict[str, tuple[str, list[CandidateList]]]:
@@ -266,8 +111,6 @@ def _load_splits(
 
 def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
     """Fine-tune the top layers with each configured head over ``seeds`` seeds (module doc)."""
-    from probrank.nn.calibration import DEFAULT_MEAN_FIELD_FACTORS
-
     experiment = config.get("experiment", {})
     torch.set_num_threads(int(experiment.get("threads", 2)))
     quiet = bool(experiment.get("quiet", False))
@@ -290,11 +133,11 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     shifts = [str(s) for s in data.get("shift", [])]
     loaded = _load_splits(data, shifts, config_path, smoke)  # every file read before the model
     encoder = _encoder(config, config_path, quiet)
-    splits: dict[str, _Split] = {}
+    splits: dict[str, TopLayerSplit] = {}
     for role, (name, lists) in loaded.items():
         queries, candidates = pair_texts(lists)
         labels = torch.tensor([y for item in lists for y in item.labels], dtype=torch.float32)
-        splits[role] = _Split(name, lists, labels, encoder.encode_pairs(queries, candidates))
+        splits[role] = TopLayerSplit(name, lists, labels, encoder.encode_pairs(queries, candidates))
     settings = {
         "pooling": config.get("encoder", {}).get("pooling", "mean"),
         "batch_size": encoder.batch_size,
@@ -302,18 +145,18 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         "smoke": smoke,
         "progress": not quiet,
     }
-    runs = _runs(names, heads, smoke)
+    runs = top_layer_runs(names, heads, smoke)
     targets = ["test", *shifts]
     rows = [_row(n, f, t) for t in targets for n in names for f in families]
     tally = _Tally({r: {m: [] for m in measures} for r in rows}, seed0={t: {} for t in targets})
-    groups = [[r for r in runs if set(r.rows) & set(group)] for group in _GROUPS]
+    groups = [[r for r in runs if set(r.rows) & set(group)] for group in ROW_GROUPS]
     work = [(seed, g) for seed in range(seeds) for g in groups if g]
     bar = progress_bar(work, desc="top-layer runs", unit="head", disable=quiet)
     for seed, group in bar:
         bar.set_postfix_str(f"seed {seed}, {'/'.join(group[0].rows)}")
-        checkpoints: dict[str, list[Checkpoint]] = {}
+        checkpoints: dict[str, list[Any]] = {}
         for spec in group:
-            for row, kept in _train_run(spec, seed, encoder, splits, settings).items():
+            for row, kept in train_top_layer_run(spec, seed, encoder, splits, settings).items():
                 checkpoints.setdefault(row, []).extend(kept)
         selections = {
             (row, family): select(row, kept, splits["validation"].labels, family, factors)
@@ -326,7 +169,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
                 tally.variances.setdefault(row, {}).setdefault(
                     splits["validation"].name, []
                 ).append(float(selection.checkpoint.val_variance.mean()))
-        scored = _score(group[0], selections, seed, encoder, splits, targets, settings)
+        scored = score_selections(group[0], selections, seed, encoder, splits, targets, settings)
         for (row, family), by_target in scored.items():
             for target, (probs, variance) in by_target.items():
                 split = splits[target]
@@ -342,52 +185,12 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     return _result(config, config_path, encoder, splits, runs, tally, factors, families)
 
 
-_GROUPS = (("deterministic", "mc_dropout"), ("sngp",), ("gpf",))
-"""Rows trained and selected together (one network serves the deterministic and MC rows)."""
-
-
-def _score(
-    spec: _Run,
-    selections: dict[tuple[str, Family], Selection],
-    seed: int,
-    encoder: HiddenStateEncoder,
-    splits: dict[str, _Split],
-    targets: list[str],
-    settings: dict[str, Any],
-) -> dict[tuple[str, Family], dict[str, tuple[Tensor, Tensor]]]:
-    """Probabilities and predictive variances of each selection on the test and shift sets;
-    each chosen checkpoint is loaded and run once."""
-    bs = settings["batch_size"]
-    by_state: dict[int, list[tuple[str, Family]]] = {}
-    for key, selection in selections.items():
-        by_state.setdefault(id(selection.checkpoint.state), []).append(key)
-    out: dict[tuple[str, Family], dict[str, tuple[Tensor, Tensor]]] = {}
-    for keys in by_state.values():
-        checkpoint = selections[keys[0]].checkpoint
-        ranker = _build(
-            replace(spec, options=checkpoint.options), encoder, settings["pooling"], seed
-        )
-        ranker.load_state_dict(checkpoint.state)
-        ranker.eval()
-        for target in targets:
-            split = splits[target]
-            pooled = ranker.pooled(split.states, bs)
-            predictive: dict[str, tuple[Tensor, Tensor]] = {}
-            for row, family in keys:
-                if row not in predictive:
-                    predictive[row] = _predictive(row, ranker, split, pooled, settings["scope"], bs)
-                mean, variance = predictive[row]
-                probs = selections[(row, family)].calibration.probability(mean, variance)
-                out.setdefault((row, family), {})[target] = (probs, variance)
-    return out
-
-
 def _result(
     config: Mapping[str, Any],
     config_path: Path,
     encoder: HiddenStateEncoder,
-    splits: dict[str, _Split],
-    runs: list[_Run],
+    splits: dict[str, TopLayerSplit],
+    runs: list[TopLayerRun],
     tally: _Tally,
     factors: list[float],
     families: list[Family],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from typing import Annotated
 
 from probrank._config import NonEmpty, Range
@@ -11,11 +10,11 @@ from probrank.encoders.hidden_states import StateDtype
 from probrank.encoders.top_layers import SpectralMode
 from probrank.encoders.transformer import Pooling
 from probrank.experiments.gpf.config import (
-    CalibrationWithTemperature,
-    GPFEvaluation,
-    GPFFinetuneData,
-    GPOptions,
-    MLPOptions,
+    GPFEvaluationSettings,
+    GPFFinetuneDataSettings,
+    GPHeadSettings,
+    MLPHeadSettings,
+    TemperatureCalibrationSettings,
 )
 from probrank.experiments.tables import (
     Epochs,
@@ -28,6 +27,7 @@ from probrank.experiments.tables import (
     QuietExperiment,
     Rate,
 )
+from probrank.models.gpf_ranker.top_layers import DropoutScope
 
 __all__ = ["TOP_LAYER_HEADS", "DropoutScope", "GPFTopLayersConfig"]
 
@@ -35,18 +35,8 @@ TOP_LAYER_HEADS = ("deterministic", "mc_dropout", "sngp", "gpf")
 """Heads the protocol trains on the top layers (the ensemble would need M fine-tunes)."""
 
 
-class DropoutScope(str, Enum):
-    """Where the MC-dropout row's passes drop units."""
-
-    HEAD = "head"
-    """In the head only: the top layers run once, the head ``T`` times (cheap)."""
-    TOP_LAYERS = "top_layers"
-    """In the trainable top layers and the head: ``T`` passes through both (the paper's
-    passes rerun the whole encoder; this reruns what is trained)."""
-
-
 @dataclass(frozen=True)
-class TopLayersEncoder:
+class TopLayersEncoderSettings:
     """``[encoder]``: the pretrained cross-encoder, the frozen layers and the state cache."""
 
     name_or_path: str | None = None  # default: the packaged all-MiniLM-L6-v2
@@ -63,7 +53,7 @@ class TopLayersEncoder:
 
 
 @dataclass(frozen=True)
-class TopLayersFit:
+class TopLayersFitSettings:
     """Training settings (``[heads]``, overridden per head)."""
 
     epochs: Epochs | None = None  # checkpoints chosen on validation; default [1, 2, 3]
@@ -73,7 +63,7 @@ class TopLayersFit:
 
 
 @dataclass(frozen=True)
-class LayerSpectralNorm:
+class LayerSpectralNormSettings:
     """Spectral normalisation of the top layers' dense weights (default: none)."""
 
     layer_spectral_bound: PositiveFloat | None = None
@@ -81,12 +71,12 @@ class LayerSpectralNorm:
 
 
 @dataclass(frozen=True)
-class TopMLP(MLPOptions, TopLayersFit, LayerSpectralNorm):
+class TopMLPSettings(MLPHeadSettings, TopLayersFitSettings, LayerSpectralNormSettings):
     """``[heads.deterministic]``: an MLP head (its run also gives the MC-dropout row)."""
 
 
 @dataclass(frozen=True)
-class TopMCDropout:
+class TopMCDropoutSettings:
     """``[heads.mc_dropout]``: the deterministic run's network with ``T`` dropout passes."""
 
     num_samples: Annotated[int, Range(2)] | None = None  # T, default 10
@@ -98,7 +88,7 @@ FocalGamma = Annotated[float, Range(1)]
 
 
 @dataclass(frozen=True)
-class TopSNGP(GPOptions, TopLayersFit, LayerSpectralNorm):
+class TopSNGPSettings(GPHeadSettings, TopLayersFitSettings, LayerSpectralNormSettings):
     """``[heads.sngp]``: the GP head with cross-entropy."""
 
     loss: Annotated[str, OneOf(("bce", "focal"))] | None = None
@@ -106,14 +96,15 @@ class TopSNGP(GPOptions, TopLayersFit, LayerSpectralNorm):
 
 
 @dataclass(frozen=True)
-class TopGPF(GPOptions, TopLayersFit, LayerSpectralNorm):
-    """``[heads.gpf]``: the GP head with focal loss, ``gamma`` one value or a grid."""
+class TopGPFSettings(GPHeadSettings, TopLayersFitSettings, LayerSpectralNormSettings):
+    """``[heads.gpf]``: the GP head with focal loss, ``gamma`` one value or a grid (default: the
+    model's grid, :attr:`probrank.models.gpf_ranker.GPFRankerSettings.gammas`)."""
 
     gamma: FocalGamma | Annotated[list[FocalGamma], NonEmpty()] | None = None
 
 
 @dataclass(frozen=True)
-class TopLayersHeads(TopLayersFit):
+class TopLayersHeadsSettings(TopLayersFitSettings):
     """``[heads]``: the heads, their shared settings and one table each."""
 
     names: Annotated[list[str], NonEmpty(), OneOf(TOP_LAYER_HEADS)] | None = None
@@ -121,10 +112,10 @@ class TopLayersHeads(TopLayersFit):
     num_layers: NonNegativeInt | None = None
     dropout: Rate | None = None
     weight_decay: NonNegativeFloat | None = None  # AdamW, default 0.01
-    deterministic: TopMLP | None = None
-    mc_dropout: TopMCDropout | None = None
-    sngp: TopSNGP | None = None
-    gpf: TopGPF | None = None
+    deterministic: TopMLPSettings | None = None
+    mc_dropout: TopMCDropoutSettings | None = None
+    sngp: TopSNGPSettings | None = None
+    gpf: TopGPFSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -132,9 +123,9 @@ class GPFTopLayersConfig:
     """A ``gpf_top_layers`` config."""
 
     experiment: QuietExperiment
-    data: GPFFinetuneData
-    evaluation: GPFEvaluation | None = None
-    encoder: TopLayersEncoder | None = None
-    heads: TopLayersHeads | None = None
-    calibration: CalibrationWithTemperature | None = None
+    data: GPFFinetuneDataSettings
+    evaluation: GPFEvaluationSettings | None = None
+    encoder: TopLayersEncoderSettings | None = None
+    heads: TopLayersHeadsSettings | None = None
+    calibration: TemperatureCalibrationSettings | None = None
     output: Output | None = None

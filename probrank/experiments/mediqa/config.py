@@ -20,7 +20,7 @@ __all__ = ["MediqaMultitaskConfig"]
 
 
 @dataclass(frozen=True)
-class MediqaDataPaths:
+class MediqaDataSettings:
     """``[data]``: folders relative to the shared data folder, or absolute."""
 
     mediqa: str | None = None  # default qa/mediqa2019-task3
@@ -29,7 +29,7 @@ class MediqaDataPaths:
 
 
 @dataclass(frozen=True)
-class Entailment:
+class EntailmentSettings:
     """``[entailment]``: entailed-question features (RQE classifier over MedQuAD)."""
 
     enabled: bool | None = None  # default true
@@ -39,7 +39,7 @@ class Entailment:
 
 
 @dataclass(frozen=True)
-class MultitaskModel:
+class MultiTaskModelSettings:
     """``[model]``: the multi-task network and its training."""
 
     hidden: PositiveInt | None = None
@@ -54,14 +54,14 @@ class MultitaskModel:
 
 
 @dataclass(frozen=True)
-class Baselines:
+class BaselinesSettings:
     """``[baselines]``: ``k`` of the top-k baseline chosen in ``1 .. max_k`` (default 10)."""
 
     max_k: PositiveInt | None = None
 
 
 @dataclass(frozen=True)
-class Bootstrap:
+class BootstrapSettings:
     """``[evaluation]``: bootstrap resamples of the test questions (default 1000)."""
 
     bootstrap: PositiveInt | None = None
@@ -72,10 +72,10 @@ class MediqaMultitaskConfig:
     """A ``mediqa_multitask`` config (:mod:`probrank.experiments.mediqa.protocol`)."""
 
     experiment: Experiment
-    data: MediqaDataPaths | None = None
+    data: MediqaDataSettings | None = None
     encoder: Encoder | None = None
-    entailment: Entailment | None = None
-    model: MultitaskModel | None = None
-    baselines: Baselines | None = None
-    evaluation: Bootstrap | None = None
+    entailment: EntailmentSettings | None = None
+    model: MultiTaskModelSettings | None = None
+    baselines: BaselinesSettings | None = None
+    evaluation: BootstrapSettings | None = None
     output: Output | None = None

@@ -9,8 +9,11 @@ Systems:
   p > 0.5, ranked by p (the paper's feature-engineered filter);
 * ``svm_rank``: pairwise linear SVM ranker (C by validation pairwise accuracy), labels from the
   LR filter;
-* ``multitask_det`` and ``multitask``: the deterministic and the Bayesian multi-task head
-  (:mod:`probrank.models.multitask`). Per seed, one net per ranking weight lambda is fitted
+* ``multitask_det`` and ``multitask``: the deterministic and the Bayesian multi-task head, a
+  :class:`~probrank.models.multitask.MultiTaskRanker` built from ``[model]``
+  (:func:`multitask_settings`) and fitted on the features by its
+  :meth:`~probrank.models.multitask.MultiTaskRanker.fit_features`. Per seed, one net per
+  ranking weight lambda is fitted
   (early stopping on the validation loss); lambda, the P(correct) threshold and whether the
   top-ranked answer of each question is always kept (every validation question has a correct
   answer) are chosen together by validation accuracy, ties by validation MRR. Answers are
@@ -30,8 +33,8 @@ equal the local executor's.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +42,6 @@ import numpy as np
 
 from probrank._files import new_figure
 from probrank.evaluation.calibration_plots import plot_reliability
-from probrank.exceptions import InputDataError
 from probrank.executors import ExecutorSettings, Task, open_executor
 from probrank.experiments.mediqa.baselines import (
     chiqa,
@@ -52,14 +54,8 @@ from probrank.experiments.mediqa.data import MediqaData, build_mediqa_data
 from probrank.experiments.mediqa.scoring import MEASURES, MediqaScorer, submission
 from probrank.experiments.results import ExperimentResult
 from probrank.models.multitask.mediqa_features import FeatureSet
-from probrank.models.multitask.network import MultiTaskData, MultiTaskNet
-from probrank.models.multitask.selection import (
-    DEFAULT_THRESHOLDS,
-    KeepTop,
-    MultiTaskChoice,
-    keep_labels,
-)
-from probrank.models.multitask.selection import select_multitask as choose_multitask
+from probrank.models.multitask.model import MultiTaskRanker, MultiTaskSettings
+from probrank.models.multitask.selection import DEFAULT_THRESHOLDS, KeepTop, keep_labels
 
 __all__ = ["SYSTEMS", "THRESHOLDS", "run", "select_multitask", "submission"]
 
@@ -70,59 +66,48 @@ THRESHOLDS = DEFAULT_THRESHOLDS
 """P(correct) thresholds tried on validation."""
 
 
-def _as_data(data: FeatureSet) -> MultiTaskData:
-    return MultiTaskData(
-        data.features, data.labels, MultiTaskData.pairs_from_grades(data.groups, data.grades)
+def multitask_settings(
+    model_cfg: Mapping[str, Any], *, bayesian: bool, smoke: bool = False
+) -> MultiTaskSettings:
+    """The :class:`~probrank.models.multitask.MultiTaskSettings` of ``[model]`` (what the table
+    leaves out is the model's default, the model card's values); the keep-top rule is chosen
+    on validation over :data:`THRESHOLDS`, without a progress bar. A smoke run trains 20 steps
+    at most (patience 5) with the first ranking weight."""
+    values: dict[str, Any] = dict(model_cfg)
+    if "ranking_weights" in values:
+        values["ranking_weights"] = tuple(float(w) for w in values["ranking_weights"])
+    settings = MultiTaskSettings(
+        bayesian=bayesian,
+        thresholds=THRESHOLDS,
+        keep_top=KeepTop.CHOOSE,
+        progress=False,
+        **values,
     )
+    if smoke:
+        settings = replace(
+            settings, max_epochs=20, patience=5, ranking_weights=settings.ranking_weights[:1]
+        )
+    return settings
 
 
 def select_multitask(
     train: FeatureSet,
     val: FeatureSet,
     val_score: MediqaScorer,
+    settings: MultiTaskSettings,
     *,
-    bayesian: bool,
-    weights: Sequence[float],
-    model_cfg: dict[str, Any],
     seed: int,
-) -> MultiTaskChoice:
-    """The multi-task net of one seed: one per ranking weight, and (weight, threshold, keep-top
-    rule) chosen by validation accuracy, ties by validation MRR, both by MEDIQA's official
-    scorer (:func:`probrank.models.multitask.selection.select_multitask`)."""
-    if not weights:
-        raise InputDataError("[model] ranking_weights must not be empty")
-
-    def new_net(weight: float) -> MultiTaskNet:
-        return MultiTaskNet(
-            train.features.shape[1],
-            hidden=int(model_cfg.get("hidden", 64)),
-            bayesian=bayesian,
-            ranking_weight=weight,
-            dropout=float(model_cfg.get("dropout", 0.1)),
-            skip=bool(model_cfg.get("skip", False)),
-            prior_scale=float(model_cfg.get("prior_scale", 1.0)),
-            seed=seed,
-        ).double()
+) -> MultiTaskRanker:
+    """The multi-task ranker of one seed, fitted on the features
+    (:meth:`~probrank.models.multitask.MultiTaskRanker.fit_features`): one net per ranking
+    weight, and (weight, threshold, keep-top rule) chosen by validation accuracy, ties by
+    validation MRR, both by MEDIQA's official scorer."""
 
     def official(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
         got = val_score(scores, labels)
         return got["accuracy"], got["MRR"]
 
-    return choose_multitask(
-        new_net,
-        _as_data(train),
-        _as_data(val),
-        val.groups,
-        official,
-        ranking_weights=weights,
-        thresholds=THRESHOLDS,
-        keep_top=KeepTop.CHOOSE,
-        lr=float(model_cfg.get("lr", 3e-3)),
-        weight_decay=float(model_cfg.get("weight_decay", 1e-4)),
-        max_epochs=int(model_cfg.get("max_epochs", 300)),
-        patience=int(model_cfg.get("patience", 20)),
-        seed=seed,
-    )
+    return MultiTaskRanker(settings).fit_features(train, val, scorer=official, seed=seed)
 
 
 def _hindsight(
@@ -176,8 +161,7 @@ def _seed_task(
     features: tuple[FeatureSet, FeatureSet, FeatureSet, MediqaScorer],
     seed: int,
     k: int,
-    weights: list[float],
-    model_cfg: dict[str, Any],
+    models: dict[str, MultiTaskSettings],
 ) -> _SeedOutcome:
     """One task: every system of one seed on the test set (predictions, not scores)."""
     train, val, test, val_score = features
@@ -192,24 +176,17 @@ def _seed_task(
     svm = fit_svm_rank(train, val, seed)
     svm_scores = svm.decision_function(test.features.numpy())
     out.predictions.append(("svm_rank", svm_scores, (p_lr > 0.5).astype(int)))
-    for name, bayesian in (("multitask_det", False), ("multitask", True)):
-        choice = select_multitask(
-            train,
-            val,
-            val_score,
-            bayesian=bayesian,
-            weights=weights,
-            model_cfg=model_cfg,
-            seed=seed,
-        )
-        scores, labels, p = choice.predict(test.features, test.groups, seed=seed)
+    for name, settings in models.items():
+        ranker = select_multitask(train, val, val_score, settings, seed=seed)
+        scores, labels, p = ranker.predict_features(test.features, test.groups, seed=seed)
+        choice = ranker.choice
         out.predictions.append((name, scores, labels))
         out.probs[name] = p
-        out.keep_top[name] = choice.keep_top
+        out.keep_top[name] = bool(choice["keep_top"])
         out.chosen[f"{name}, seed {seed}"] = {
-            "lambda": choice.ranking_weight,
-            "threshold": choice.threshold,
-            "keep top": float(choice.keep_top),
+            "lambda": float(choice["ranking_weight"]),
+            "threshold": float(choice["threshold"]),
+            "keep top": float(choice["keep_top"]),
         }
     return out
 
@@ -220,10 +197,12 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     eval_cfg = config.get("evaluation", {})
     data: MediqaData = build_mediqa_data(config, smoke=smoke, config_path=config_path)
     train, val, test = (data.features[s] for s in ("train", "validation", "test"))
-    weights = [float(w) for w in model_cfg.get("ranking_weights", [0.6, 0.75, 0.9])]
-    if smoke:
-        model_cfg.update(max_epochs=20, patience=5)
-        weights = weights[:1]
+    models = {
+        "multitask_det": multitask_settings(model_cfg, bayesian=False, smoke=smoke),
+        "multitask": multitask_settings(model_cfg, bayesian=True, smoke=smoke),
+    }
+    model = models["multitask"]
+    weights = list(model.ranking_weights)
     val_score = MediqaScorer(data.lists["validation"], data.keys["validation"])
     test_score = MediqaScorer(data.lists["test"], data.keys["test"])
     values: dict[str, dict[str, list[float]]] = {name: {} for name in SYSTEMS}
@@ -249,7 +228,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     with open_executor(ExecutorSettings.from_table(config.get("experiment"))) as executor:
         shared = executor.share((train, val, test, val_score))
         tasks = [
-            Task(f"seed {seed}", _seed_task, (shared, seed, k, weights, model_cfg), threads=threads)
+            Task(f"seed {seed}", _seed_task, (shared, seed, k, models), threads=threads)
             for seed in range(seeds)
         ]
         outcomes = executor.map(tasks, desc="seeds")
@@ -288,16 +267,16 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         }
     settings = {
         "model": {
-            "hidden": int(model_cfg.get("hidden", 64)),
-            "dropout": float(model_cfg.get("dropout", 0.1)),
-            "skip": bool(model_cfg.get("skip", False)),
-            "prior_scale": float(model_cfg.get("prior_scale", 1.0)),
-            "weight_decay": float(model_cfg.get("weight_decay", 1e-4)),
-            "lr": float(model_cfg.get("lr", 3e-3)),
-            "max_epochs": int(model_cfg.get("max_epochs", 300)),
-            "patience": int(model_cfg.get("patience", 20)),
+            "hidden": model.hidden,
+            "dropout": float(model.dropout),
+            "skip": model.skip,
+            "prior_scale": float(model.prior_scale),
+            "weight_decay": float(model.weight_decay),
+            "lr": float(model.lr),
+            "max_epochs": model.max_epochs,
+            "patience": model.patience,
             "ranking_weights": weights,
-            "thresholds": list(THRESHOLDS),
+            "thresholds": list(model.thresholds),
         },
         "baselines": {"max_k": int(config.get("baselines", {}).get("max_k", 10))},
         "evaluation": {"bootstrap": draws},

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from enum import Enum
+from typing import Annotated, Any, Union
 
 from probrank._config import NonEmpty, Range, SchemaError
 from probrank.data.trec import OnDuplicate
@@ -12,11 +16,9 @@ from probrank.experiments.tables import (
     Experiment,
     NonNegativeInt,
     OneOf,
-    PositiveFloat,
     PositiveInt,
 )
-from probrank.models.qlfusion.variants import VARIANTS
-from probrank.nn.bayesian_linear import Estimator
+from probrank.models.qlfusion import VARIANTS, QLFusionSettings
 
 __all__ = ["QLFusionConfig"]
 
@@ -58,21 +60,56 @@ class CrossValidation:
     topics: PositiveInt | None = None  # the first N topics only (smoke runs)
 
 
-@dataclass(frozen=True)
-class Quantifier:
-    """``[quantifier]`` (:class:`~probrank.models.qlfusion.variants.QuantifierSettings`)."""
+_SET_ELSEWHERE = {
+    "depth": "[protocol] depth",
+    "seed": "--seeds",
+    "progress": "--quiet",
+}
+"""Fields of :class:`~probrank.models.qlfusion.QLFusionSettings` that other parts of the
+config or the command line set."""
 
-    hidden: PositiveInt | None = None
-    lr: PositiveFloat | None = None
-    batch_sizes: Annotated[list[PositiveInt], NonEmpty()] | None = None
-    max_epochs: PositiveInt | None = None
-    patience: PositiveInt | None = None
-    max_steps: PositiveInt | None = None
-    estimator: Annotated[str, OneOf.enum(Estimator)] | None = None
-    init_scale: PositiveFloat | None = None
-    posterior_samples: PositiveInt | None = None
-    lower_quantile: Annotated[float, Range(0, 1, open_low=True, open_high=True)] | None = None
-    rf_trees: PositiveInt | None = None
+
+def _schema_hint(hint: Any) -> Any:
+    """The TOML schema type of a settings field's type."""
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        return Annotated[str, OneOf.enum(hint)]
+    if typing.get_origin(hint) is tuple:
+        item = typing.get_args(hint)[0]
+        return Annotated[list[item], NonEmpty()]  # type: ignore[valid-type]
+    options = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) in (Union, types.UnionType) and len(options) == 1:
+        return options[0]
+    return hint
+
+
+def _quantifier_schema() -> type:
+    """``[quantifier]``: :class:`~probrank.models.qlfusion.QLFusionSettings` key for key
+    (every key optional, its default the settings'; the keys of :data:`_SET_ELSEWHERE`
+    excepted), each value checked by the settings themselves."""
+    hints = typing.get_type_hints(QLFusionSettings)
+    fields = [
+        (f.name, _schema_hint(hints[f.name]) | None, None)
+        for f in dataclasses.fields(QLFusionSettings)
+        if f.name not in _SET_ELSEWHERE
+    ]
+
+    def check_table(cls: type, table: Mapping[str, Any]) -> None:
+        QLFusionSettings.check_table(table)
+
+    schema = dataclasses.make_dataclass(
+        "Quantifier",
+        fields,
+        frozen=True,
+        namespace={
+            "check_table": classmethod(check_table),
+            "__doc__": _quantifier_schema.__doc__,
+        },
+    )
+    schema.__module__ = __name__
+    return schema
+
+
+Quantifier = _quantifier_schema()
 
 
 @dataclass(frozen=True)
@@ -81,7 +118,7 @@ class QLFusionSmoke:
 
     data: RunFiles | None = None
     protocol: CrossValidation | None = None
-    quantifier: Quantifier | None = None
+    quantifier: Quantifier | None = None  # type: ignore[valid-type]
 
 
 @dataclass(frozen=True)
@@ -91,5 +128,5 @@ class QLFusionConfig:
     experiment: Experiment
     data: RunFilesRequired
     protocol: CrossValidation | None = None
-    quantifier: Quantifier | None = None
+    quantifier: Quantifier | None = None  # type: ignore[valid-type]
     smoke: QLFusionSmoke | None = None

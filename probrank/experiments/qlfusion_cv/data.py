@@ -1,12 +1,12 @@
 """Data of the ``qlfusion_cv`` protocol: the run files a config names and the selected runs.
 
 The cross-fitting itself (folds, member tensors, held-out weights) is QLFusion's own
-(:mod:`probrank.models.qlfusion.cross_fit`).
+(:meth:`probrank.models.qlfusion.QLFusion.cross_fit`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +15,23 @@ from probrank.data.trec import Qrels, Run
 from probrank.evaluation.selection import top_runs
 from probrank.exceptions import InputDataError
 from probrank.fusion.comb import query_order
-from probrank.models.qlfusion.cross_fit import CVData, prepare_cv
+from probrank.models.qlfusion import CrossFitData, QLFusion, QLFusionSettings
 
-__all__ = ["load_runs", "load_selected"]
+__all__ = ["load_runs", "load_selected", "quantifier_settings"]
+
+
+def quantifier_settings(
+    config: Mapping[str, Any], *, smoke: bool = False, **fixed: Any
+) -> QLFusionSettings:
+    """The :class:`~probrank.models.qlfusion.QLFusionSettings` of a config: its
+    ``[quantifier]`` table key for key (with ``[smoke.quantifier]`` over it when ``smoke``),
+    ``depth`` from ``[protocol]`` (``[smoke.protocol]``), the rest from ``fixed``."""
+    table = dict(config.get("quantifier", {}))
+    protocol = dict(config.get("protocol", {}))
+    if smoke:
+        table.update(config.get("smoke", {}).get("quantifier", {}))
+        protocol.update(config.get("smoke", {}).get("protocol", {}))
+    return QLFusionSettings.from_table(table, depth=int(protocol.get("depth", 100)), **fixed)
 
 
 def load_runs(
@@ -47,12 +61,25 @@ def load_runs(
 
 
 def load_selected(
-    config: Mapping[str, Any], config_path: Path, *, smoke: bool = False, plus: bool = False
-) -> tuple[Qrels, list[Run], CVData, dict[str, Any]]:
-    """Read a config's runs, keep the ``top_runs`` by MAP and build the cross-validation.
+    config: Mapping[str, Any],
+    config_path: Path,
+    model: QLFusion,
+    *,
+    smoke: bool = False,
+    variants: Sequence[str] = ("qlfusion",),
+) -> tuple[Qrels, list[Run], CrossFitData, dict[str, Any]]:
+    """Read a config's runs, keep the ``top_runs`` by MAP and prepare the model's
+    cross-fitting (:meth:`~probrank.models.qlfusion.QLFusion.prepare_cross_fit`).
+
+    Args:
+        config: The checked config.
+        config_path: Its file (``[data] path`` is relative to it).
+        model: The QLFusion the protocol built (its settings give the depth).
+        smoke: Apply the ``[smoke]`` overrides.
+        variants: The variants that will be trained.
 
     Returns:
-        ``(qrels, selected runs, CVData, protocol table)`` (the protocol table with the
+        ``(qrels, selected runs, members, protocol table)`` (the protocol table with the
         ``[smoke.protocol]`` overrides applied when ``smoke``).
     """
     protocol = dict(config.get("protocol", {}))
@@ -66,12 +93,11 @@ def load_selected(
         keep = query_order(qrels)[: int(protocol["topics"])]
         qrels = Qrels({q: qrels[q] for q in keep}, name=qrels.name)
         selected = [r.restrict(keep) for r in selected]
-    data = prepare_cv(
+    data = model.prepare_cross_fit(
         selected,
         qrels,
         folds=int(protocol.get("folds", 10)),
-        depth=int(protocol.get("depth", 100)),
         fold_seed=int(protocol.get("fold_seed", 0)),
-        plus=plus,
+        variants=variants,
     )
     return qrels, selected, data, protocol

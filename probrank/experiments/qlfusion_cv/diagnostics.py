@@ -23,22 +23,12 @@ from torch import Tensor
 
 from probrank._threads import torch_threads
 from probrank.evaluation.measures import evaluate
-from probrank.experiments.qlfusion_cv.data import load_selected
+from probrank.experiments.qlfusion_cv.data import load_selected, quantifier_settings
 from probrank.experiments.qlfusion_cv.protocol import DEFAULT_MEASURES
 from probrank.fusion.fuse import FusionMethod, fuse
-from probrank.models.qlfusion.cross_fit import (
-    CVData,
-    cross_validated_predictions,
-    weights_from_predictions,
-)
-from probrank.models.qlfusion.network import train_quantifier
-from probrank.models.qlfusion.variants import VARIANTS, Inputs, QuantifierSettings
+from probrank.models.qlfusion import CrossFitData, QLFusion
 
 __all__ = ["reference_weights", "svi_vs_nuts", "validation_scores", "within_topic_signal"]
-
-
-def _member_subset(part: dict[str, Tensor], members: slice) -> dict[str, Tensor]:
-    return {k: v[members] for k, v in part.items()}
 
 
 def svi_vs_nuts(
@@ -52,101 +42,21 @@ def svi_vs_nuts(
     num_chains: int = 2,
     progress: bool = False,
 ) -> dict[str, dict[str, float]]:
-    """Compare the output layer's SVI posterior with NUTS for one (fold, run) quantifier.
-
-    The quantifiers of ``fold`` are trained as in :func:`run` (SVI, flipout, binomial loss);
-    then, holding the learned layer norm and hidden layer fixed, NUTS samples the output
-    layer's 33 weights under the same N(0, 1) priors and binomial likelihood on the member's
-    training lists. Both posteriors predict the member's test lists.
-
-    Returns:
-        ``{"SVI": {...}, "NUTS": {...}}`` with the posterior mean of ``|w|``, the mean posterior
-        sd, test MAE of the posterior predictive mean ``p_hat``, coverage of the test lists'
-        observed proportions by 90% posterior predictive intervals (binomial noise
-        included), and for NUTS the largest R-hat and smallest bulk ESS; plus
-        ``{"SVI vs NUTS": {"mean |diff| / NUTS sd": ..., "SVI sd / NUTS sd": ...}}``.
+    """Compare the output layer's SVI posterior with NUTS for one (fold, run) quantifier of a
+    config's cross-fitting (:meth:`~probrank.models.qlfusion.QLFusion.svi_vs_nuts`, which
+    documents the returned table).
     """
-    import pyro
-    import pyro.distributions as dist
-
-    from probrank.diagnostics.arviz import output_layer_dims, summary, to_inference_data
     from probrank.experiments import load_config
-    from probrank.inference.mcmc import fit_nuts
 
     config_path = Path(config_path)
     config = load_config(config_path)
-    settings = QuantifierSettings.from_config(dict(config.get("quantifier", {})))
-    _, selected, data, protocol = load_selected(config, config_path)
-    depth = int(protocol.get("depth", 100))
-    n_runs = len(selected)
-    part = slice(fold * n_runs, (fold + 1) * n_runs)
-    train, val, test = (_member_subset(d, part) for d in (data.train, data.val, data.test))
+    model = QLFusion(quantifier_settings(config))
+    _, _, data, _ = load_selected(config, config_path, model)
     with torch_threads(int(config.get("experiment", {}).get("threads", 1))):
-        trained = train_quantifier(
-            train, val, bayesian=True, losses=["binomial"], batch_sizes=settings.batch_sizes,
-            lr=settings.lr, max_epochs=settings.max_epochs, patience=settings.patience,
-            max_steps=settings.max_steps, hidden=settings.hidden, estimator=settings.estimator,
-            init_scale=settings.init_scale, seed=seed, progress=progress,
+        return model.svi_vs_nuts(
+            data, fold=fold, run_index=run_index, seed=seed, num_samples=num_samples,
+            warmup_steps=warmup_steps, num_chains=num_chains, progress=progress,
         )  # fmt: skip
-    member = int(trained.chosen[0, run_index]) * n_runs + run_index
-    net = trained.net
-    out = net.output
-    keep, tkeep = train["mask"][run_index], test["mask"][run_index]
-    with torch.no_grad():
-        copies = len(trained.batch_sizes)
-        h = net.features(train["x"].repeat(copies, 1, 1))[member][keep].double()
-        th = net.features(test["x"].repeat(copies, 1, 1))[member][tkeep].double()
-        w_loc = out.weight_loc[member, 0].double()  # type: ignore[index]
-        w_sd = out.weight_scale[member, 0].double()  # type: ignore[index]
-        b_loc = out.bias_loc[member, 0].double()  # type: ignore[index]
-        b_sd = out.bias_scale[member, 0].double()  # type: ignore[index]
-    counts = train["counts"][run_index][keep].double()
-    true_p = test["counts"][run_index][tkeep].double() / depth
-    zero = torch.tensor(0.0, dtype=torch.float64)
-
-    def model(h: Tensor, counts: Tensor | None = None) -> None:
-        w = pyro.sample("output.weight", dist.Normal(zero, 1.0).expand([h.shape[-1]]).to_event(1))
-        b = pyro.sample("output.bias", dist.Normal(zero, 1.0))
-        with pyro.plate("topics", h.shape[0]):
-            pyro.sample("k_rel", dist.Binomial(depth, logits=h @ w + b), obs=counts)
-
-    draws = fit_nuts(model, h, counts, num_samples=num_samples, warmup_steps=warmup_steps,
-                     num_chains=num_chains, seed=seed, progress=progress)  # fmt: skip
-    generator = torch.Generator().manual_seed(seed)
-    svi_w = w_loc + w_sd * torch.randn(num_chains * num_samples, w_loc.shape[0],
-                                       generator=generator, dtype=torch.float64)  # fmt: skip
-    svi_b = b_loc + b_sd * torch.randn(num_chains * num_samples, generator=generator,
-                                       dtype=torch.float64)  # fmt: skip
-    nuts_w = draws["output.weight"].reshape(-1, w_loc.shape[0])
-    nuts_b = draws["output.bias"].reshape(-1)
-
-    def predictive(w: Tensor, b: Tensor) -> dict[str, float]:
-        p = torch.sigmoid(th @ w.T + b)  # n_test x S
-        # posterior predictive of the observed proportion: binomial noise on top of p_hat
-        k = torch.binomial(torch.full_like(p, float(depth)), p, generator=generator) / depth
-        low, high = torch.quantile(k, torch.tensor([0.05, 0.95], dtype=p.dtype), dim=1)
-        return {
-            "posterior mean |w|": float(w.mean(0).abs().mean()),
-            "mean posterior sd of w": float(w.std(0).mean()),
-            "test MAE of p_hat": float((p.mean(1) - true_p).abs().mean()),
-            "90% interval coverage": float(((true_p >= low) & (true_p <= high)).double().mean()),
-        }
-
-    dims, coords = output_layer_dims("output", w_loc.shape[0], 1)
-    dims = {"output.weight": ["hidden"], "output.bias": []}
-    idata = to_inference_data(draws, dims=dims, coords={"hidden": coords["hidden"]})
-    table = summary(idata)
-    result = {"SVI": predictive(svi_w, svi_b), "NUTS": predictive(nuts_w, nuts_b)}
-    result["NUTS"]["max R-hat"] = float(table["r_hat"].max())
-    result["NUTS"]["min bulk ESS"] = float(table["ess_bulk"].min())
-    nuts_sd = nuts_w.std(0)
-    result["SVI vs NUTS"] = {
-        "mean |diff of means| / NUTS sd": float(((w_loc - nuts_w.mean(0)).abs() / nuts_sd).mean()),
-        "mean SVI sd / NUTS sd": float((w_sd / nuts_sd).mean()),
-        "training lists": float(h.shape[0]),
-        "batch size chosen": float(trained.batch_sizes[int(trained.chosen[0, run_index])]),
-    }
-    return result
 
 
 def reference_weights(config_path: str | Path) -> dict[str, dict[str, float]]:
@@ -164,8 +74,9 @@ def reference_weights(config_path: str | Path) -> dict[str, dict[str, float]]:
 
     config_path = Path(config_path)
     config = load_config(config_path)
-    qrels, selected, data, protocol = load_selected(config, config_path)
-    depth = int(protocol.get("depth", 100))
+    model = QLFusion(quantifier_settings(config))
+    qrels, selected, data, protocol = load_selected(config, config_path, model)
+    depth = model.settings.depth
     measures = list(protocol.get("measures", DEFAULT_MEASURES))
     train_p = data.train["counts"] / depth
     mask = data.train["mask"].to(train_p.dtype)
@@ -176,7 +87,7 @@ def reference_weights(config_path: str | Path) -> dict[str, dict[str, float]]:
         ("constant", mean.unsqueeze(-1).expand_as(true_p)),
         ("oracle", true_p),
     ):
-        weights = weights_from_predictions(data, p_hat)
+        weights = data.weights(p_hat)
         fused = fuse(
             selected, FusionMethod.WEIGHTED, norm="minmax", depth=depth, weights=weights, name=name
         )
@@ -186,7 +97,7 @@ def reference_weights(config_path: str | Path) -> dict[str, dict[str, float]]:
     return out
 
 
-def _by_topic(data: CVData, p_hat: Tensor) -> Tensor:
+def _by_topic(data: CrossFitData, p_hat: Tensor) -> Tensor:
     """`n_topics x R` matrix of test-list values (every topic is tested exactly once)."""
     n_runs = len(data.run_names)
     out = torch.full((len(data.topics), n_runs), math.nan, dtype=torch.float64)
@@ -223,9 +134,9 @@ def within_topic_signal(
 
     config_path = Path(config_path)
     config = load_config(config_path)
-    plus = any(VARIANTS[v].inputs is Inputs.PLUS for v in variants)
-    _, _, data, protocol = load_selected(config, config_path, plus=plus)
-    depth = int(protocol.get("depth", 100))
+    model = QLFusion(quantifier_settings(config, progress=progress))
+    _, _, data, _ = load_selected(config, config_path, model, variants=variants)
+    depth = model.settings.depth
     truth = _by_topic(data, data.test["counts"] / depth)
     centred_truth = truth - truth.mean(1, keepdim=True)
     total = float(truth.var(unbiased=False))
@@ -241,12 +152,9 @@ def within_topic_signal(
     weight = data.train["mask"].to(train_p.dtype)
     constant = ((train_p * weight).sum(-1) / weight.sum(-1)).unsqueeze(-1)
     predictions = {"constant": constant.expand_as(data.test["counts"])}
-    settings = QuantifierSettings.from_config(dict(config.get("quantifier", {})))
     with torch_threads(int(config.get("experiment", {}).get("threads", 1))):
-        trained, _ = cross_validated_predictions(
-            data, seed=seed, settings=settings, variants=list(variants), progress=progress
-        )
-    predictions.update(trained)
+        cross_fit = model.cross_fit_data(data, variants=list(variants), seed=seed)
+    predictions.update(cross_fit.predictions)
     for name, p_hat in predictions.items():
         pred = _by_topic(data, p_hat)
         centred = pred - pred.mean(1, keepdim=True)
@@ -292,23 +200,20 @@ def validation_scores(
 
     config_path = Path(config_path)
     config = load_config(config_path)
-    plus = any(VARIANTS[v].inputs is Inputs.PLUS for v in variants)
-    qrels, selected, data, protocol = load_selected(config, config_path, plus=plus)
-    depth = int(protocol.get("depth", 100))
-    measures = list(protocol.get("measures", DEFAULT_MEASURES))
     table = {**config.get("quantifier", {}), **(overrides or {})}
-    settings = QuantifierSettings.from_config(table)
+    model = QLFusion(quantifier_settings({**config, "quantifier": table}, progress=progress))
+    qrels, selected, data, protocol = load_selected(config, config_path, model, variants=variants)
+    depth = model.settings.depth
+    measures = list(protocol.get("measures", DEFAULT_MEASURES))
     with torch_threads(int(config.get("experiment", {}).get("threads", 1))):
-        _, info = cross_validated_predictions(
-            data, seed=seed, settings=settings, variants=list(variants), progress=progress
-        )
+        cross_fit = model.cross_fit_data(data, variants=list(variants), seed=seed)
     true_p = data.val["counts"] / depth
     train_p = data.train["counts"] / depth
     weight = data.train["mask"].to(train_p.dtype)
     constant = ((train_p * weight).sum(-1) / weight.sum(-1)).unsqueeze(-1).expand_as(true_p)
     out = {}
-    for name, p_hat in {"constant": constant, **info["val_predictions"]}.items():
-        weights = weights_from_predictions(data, p_hat, part="val")
+    for name, p_hat in {"constant": constant, **cross_fit.val_predictions}.items():
+        weights = data.weights(p_hat, part="val")
         fused = fuse(
             selected, FusionMethod.WEIGHTED, norm="minmax", depth=depth, weights=weights, name=name
         )

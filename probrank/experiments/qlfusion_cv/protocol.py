@@ -13,10 +13,12 @@ setup; this uses the judgements for run *selection* only, as the paper does).
 
 What runs in parallel (``[experiment] executor = "ray"``, ``--executor ray``): one task per
 (seed, training group), a group being every (fold, run, batch size, loss) member of one
-vectorised SVI loop or one scikit-learn kind (:func:`~probrank.models.qlfusion.variants.
-training_groups`; 6 per seed with every variant). Groups and seeds are independent (each seeds
-its own generators), so the results equal the local executor's bit for bit on CPU; folds are
-not split, because the members of one loop share its random streams and its length.
+vectorised SVI loop or one scikit-learn kind
+(:meth:`~probrank.models.qlfusion.QLFusion.training_groups`; 6 per seed with every variant),
+each trained by :meth:`~probrank.models.qlfusion.QLFusion.cross_fit_group` of the protocol's
+model. Groups and seeds are independent (each seeds its own generators), so the results equal
+the local executor's bit for bit on CPU; folds are not split, because the members of one loop
+share its random streams and its length.
 """
 
 from __future__ import annotations
@@ -30,21 +32,17 @@ from probrank._threads import torch_threads
 from probrank.evaluation.measures import evaluate
 from probrank.exceptions import InputDataError
 from probrank.executors import ExecutorKind, ExecutorSettings, Task, open_executor
-from probrank.experiments.qlfusion_cv.data import load_selected
+from probrank.experiments.qlfusion_cv.data import load_selected, quantifier_settings
 from probrank.experiments.results import ExperimentResult
 from probrank.fusion.fuse import FusionMethod, fuse
-from probrank.models.qlfusion.cross_fit import (
-    CVData,
-    cross_validated_group,
-    merge_cross_validated,
-)
-from probrank.models.qlfusion.variants import (
+from probrank.models._settings import settings_to_json
+from probrank.models.qlfusion import (
     PAPER_VARIANTS,
     VARIANTS,
-    Inputs,
-    QuantifierSettings,
+    CrossFitData,
+    QLFusion,
+    QLFusionSettings,
     TrainingGroup,
-    training_groups,
 )
 
 __all__ = ["DEFAULT_MEASURES", "TABLE_1", "UNSUPERVISED", "run"]
@@ -72,16 +70,15 @@ def _strip_name(name: str) -> str:
 
 
 def _train_group(
-    data: CVData,
+    data: CrossFitData,
     group: TrainingGroup,
     seed: int,
-    settings: QuantifierSettings,
+    settings: QLFusionSettings,
     progress: bool,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """One task: a training group of one seed (the trained models are not sent back)."""
-    preds, info = cross_validated_group(
-        data, group, seed=seed, settings=settings, progress=progress
-    )
+    model = QLFusion(dataclasses.replace(settings, seed=seed, progress=progress))
+    preds, info = model.cross_fit_group(data, group)
     info.pop("quantifiers", None)
     return preds, info
 
@@ -92,7 +89,7 @@ def run(
     """Run the QLFusion cross-validation a config describes (see the module docstring).
 
     ``[protocol] variants`` lists the quantifier variants (default: every one in
-    :data:`~probrank.models.qlfusion.variants.VARIANTS`); ``[experiment] threads`` sets
+    :data:`~probrank.models.qlfusion.VARIANTS`); ``[experiment] threads`` sets
     torch's threads for the run and for each task (restored afterwards); ``[experiment]
     executor`` and ``ray_address`` say where the tasks run.
     """
@@ -103,17 +100,16 @@ def run(
 def _run(
     config: dict, *, config_path: Path, seeds: int, smoke: bool, progress: bool
 ) -> ExperimentResult:
-    quantifier = dict(config.get("quantifier", {}))
-    if smoke:
-        quantifier.update(config.get("smoke", {}).get("quantifier", {}))
-    settings = QuantifierSettings.from_config(quantifier)
+    settings = quantifier_settings(config, smoke=smoke)
+    model = QLFusion(settings)
     protocol_table = dict(config.get("protocol", {}))
     variants = list(protocol_table.get("variants", VARIANTS))
     unknown = set(variants) - set(VARIANTS)
     if unknown:
         raise InputDataError(f"unknown [protocol] variants {sorted(unknown)}", path=config_path)
-    plus = any(VARIANTS[v].inputs is Inputs.PLUS for v in variants)
-    qrels, selected, data, protocol = load_selected(config, config_path, smoke=smoke, plus=plus)
+    qrels, selected, data, protocol = load_selected(
+        config, config_path, model, smoke=smoke, variants=variants
+    )
     depth = int(protocol.get("depth", 100))
     measures = list(protocol.get("measures", DEFAULT_MEASURES))
     values: dict[str, dict[str, list[float]]] = {}
@@ -125,7 +121,7 @@ def _run(
     val_mae: dict[str, list[float]] = {}
     seconds: dict[str, list[float]] = {}
     chosen: dict[str, list[int]] = {}
-    groups = training_groups(variants)
+    groups = model.training_groups(variants)
     experiment = config.get("experiment", {})
     executor_settings = ExecutorSettings.from_table(experiment)
     local = executor_settings.kind is ExecutorKind.LOCAL
@@ -144,19 +140,16 @@ def _run(
         results = executor.map(tasks, desc="training groups", progress=progress)
     for seed in range(seeds):
         per_seed = results[seed * len(groups) : (seed + 1) * len(groups)]
-        weights, info = merge_cross_validated(data, variants, per_seed)
-        for name, w in weights.items():
-            fused = fuse(
-                selected, FusionMethod.WEIGHTED, norm="minmax", depth=depth, weights=w, name=name
-            )
-            scores = evaluate(qrels, fused, measures)
+        cross_fit = model.merge_cross_fit(data, variants, per_seed)
+        for name in variants:
+            scores = evaluate(qrels, cross_fit.fuse(selected, name), measures)
             for m in measures:
                 values.setdefault(name, {}).setdefault(m, []).append(scores[m])
-            mae.setdefault(name, []).append(info["test_mae"][name])
-            val_mae.setdefault(name, []).append(info["val_mae"][name])
-        for group, s in info["seconds"].items():
+            mae.setdefault(name, []).append(cross_fit.test_mae[name])
+            val_mae.setdefault(name, []).append(cross_fit.val_mae[name])
+        for group, s in cross_fit.seconds.items():
             seconds.setdefault(group, []).append(s)
-        for name, sizes in info["batch_sizes"].items():
+        for name, sizes in cross_fit.batch_sizes.items():
             chosen.setdefault(name, []).extend(sizes)
     order = [m for m in TABLE_1 if m in values] + [m for m in values if m not in TABLE_1]
     table_2 = [m for m in _TABLE_2.values() if m in values]
@@ -185,7 +178,12 @@ def _run(
         f"topics: {len(data.topics)}; folds: {len(data.folds)}; depth: {depth}; seeds: {seeds}",
         f"paper variants: {', '.join(paper)}; extensions: "
         + (", ".join(v for v in variants if v not in PAPER_VARIANTS) or "none"),
-        f"settings: {settings}",
+        "settings: "
+        + ", ".join(
+            f"{k}={v}"
+            for k, v in settings_to_json(settings).items()
+            if k not in ("seed", "progress")  # seeds: --seeds; progress: --quiet
+        ),
     ]
     resolved = {
         "folds": len(data.folds),
@@ -200,5 +198,5 @@ def _run(
         values={k: values[k] for k in order if k not in grid_only},
         extra=extra,
         notes=notes,
-        settings={"protocol": resolved, "quantifier": dataclasses.asdict(settings)},
+        settings={"protocol": resolved, "quantifier": settings_to_json(settings)},
     )

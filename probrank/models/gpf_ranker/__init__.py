@@ -1,19 +1,30 @@
 """The GPF ranker (GPF-BERT / SNGP heads) as a library object.
 
 * :mod:`~probrank.models.gpf_ranker.model`: :class:`GPFRanker` (fit on labelled candidate
-  lists, ``predict``, ``rerank``, ``posterior``, ``botorch_model``, ``save``/``load``) and
-  :class:`GPFRankerSettings`;
+  lists or on pair features, ``predict``, ``rerank``, ``posterior``, ``botorch_model``,
+  ``save``/``load``);
+* :mod:`~probrank.models.gpf_ranker.settings`: :class:`GPFRankerSettings`, the one settings
+  object of the model and the GPF protocols (the model card's defaults);
+* :mod:`~probrank.models.gpf_ranker.fitting`: the frozen-encoder validation-selection fit;
+* :mod:`~probrank.models.gpf_ranker.fine_tuning` and
+  :mod:`~probrank.models.gpf_ranker.top_layers`: the fine-tuned and top-layers regimes
+  (the encoder trained with the head), with their settings;
 * :mod:`~probrank.models.gpf_ranker.selection`: validation-NLL selection of epochs, focal
-  gamma and calibration, shared with the GPF protocol.
+  gamma and calibration, shared by the three regimes.
+
+The head kinds, losses and GP options the settings name are re-exported here, so that the
+protocols read them from the model.
 """
 
 from probrank.models.gpf_ranker.model import (
     GPFRanker,
     GPFRankerSettings,
+    RankingCriterion,
     RelevancePredictions,
     RerankCriterion,
 )
 from probrank.models.gpf_ranker.selection import (
+    GP_HEADS,
     Checkpoint,
     Family,
     Selection,
@@ -21,15 +32,29 @@ from probrank.models.gpf_ranker.selection import (
     select,
     train_checkpoints,
 )
+from probrank.models.gpf_ranker.settings import FineTuneSettings, TopLayersSettings
+from probrank.nn.calibration import DEFAULT_MEAN_FIELD_FACTORS
+from probrank.nn.heads import HeadKind, PrecisionUpdate
+from probrank.nn.losses import LossKind
+from probrank.nn.rff_gp import MomentumForm
 
 __all__ = [
+    "DEFAULT_MEAN_FIELD_FACTORS",
+    "GP_HEADS",
     "Checkpoint",
     "Family",
+    "FineTuneSettings",
     "GPFRanker",
     "GPFRankerSettings",
+    "HeadKind",
+    "LossKind",
+    "MomentumForm",
+    "PrecisionUpdate",
+    "RankingCriterion",
     "RelevancePredictions",
     "RerankCriterion",
     "Selection",
+    "TopLayersSettings",
     "restore",
     "select",
     "train_checkpoints",

@@ -22,7 +22,6 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 import torch
@@ -44,126 +43,27 @@ from probrank.encoders.transformer import TransformerEncoder
 from probrank.exceptions import InputDataError
 from probrank.models import _encoder, _persist
 from probrank.models._settings import (
-    check_fraction,
-    check_positive,
-    check_positive_int,
-    float_tuple,
-    int_tuple,
-    set_enum,
     settings_from_json,
     settings_to_json,
 )
-from probrank.models.gpf_ranker.selection import (
-    GP_HEADS,
-    Family,
-    restore,
-    select,
-    train_checkpoints,
-)
-from probrank.nn.calibration import DEFAULT_MEAN_FIELD_FACTORS
-from probrank.nn.heads import FitOptions, HeadKind, RelevanceHead, build_head
-from probrank.nn.losses import check_focal_gamma
+from probrank.models.gpf_ranker.fitting import FittedHead, fit_standardised
+from probrank.models.gpf_ranker.selection import Family
+from probrank.models.gpf_ranker.settings import GPFRankerSettings
+from probrank.nn.heads import RelevanceHead, build_head
+from probrank.posteriors.preference import PreferenceUtilityModel
+from probrank.retrieval.risk import RankingCriterion, criterion_scores
 
-__all__ = ["GPFRanker", "GPFRankerSettings", "RelevancePredictions", "RerankCriterion"]
+__all__ = [
+    "GPFRanker",
+    "GPFRankerSettings",
+    "RankingCriterion",
+    "RelevancePredictions",
+    "RerankCriterion",
+]
 
-
-class RerankCriterion(str, Enum):
-    """The score :meth:`GPFRanker.rerank` orders candidates by."""
-
-    PROBABILITY = "probability"
-    """The calibrated P(relevant)."""
-    MEAN = "mean"
-    """The posterior mean of the (temperature-scaled) logit."""
-    LOWER = "lower"
-    """Risk-averse: posterior mean minus ``risk_aversion`` posterior standard deviations."""
-
-
-@dataclass(frozen=True)
-class GPFRankerSettings:
-    """Settings of :class:`GPFRanker` (the model card's values by default).
-
-    Attributes:
-        head: The head (:class:`~probrank.nn.heads.HeadKind`; ``"gpf"`` is the paper's).
-        hidden: Hidden width.
-        num_layers: Hidden layers.
-        dropout: Dropout in training.
-        num_features: Random Fourier features of the GP heads.
-        spectral_bound: Bound on each hidden layer's spectral norm (GP heads).
-        gammas: Focal-loss gammas of the GPF head, one chosen on validation (each ``>= 1``).
-        epochs: Epoch counts checkpointed, one chosen on validation.
-        batch_size: Pairs per step.
-        lr: Adam learning rate.
-        weight_decay: Adam weight decay (MLP heads).
-        mean_field_factors: ``lambda`` values tried for the GP heads.
-        temperature: Also fit a temperature on validation (the card's ``+T`` rows).
-        validation_fraction: Share of the training lists held out when no validation lists
-            are given.
-        depth: Candidates per topic :meth:`GPFRanker.rerank` rescores.
-        criterion: :class:`RerankCriterion` of :meth:`GPFRanker.rerank`.
-        risk_aversion: Standard deviations subtracted by the ``lower`` criterion.
-        seed: Seeds the split, initialisation, training and the random features.
-    """
-
-    head: HeadKind = HeadKind.GPF
-    hidden: int = 256
-    num_layers: int = 1
-    dropout: float = 0.1
-    num_features: int = 1024
-    spectral_bound: float = 0.95
-    gammas: tuple[float, ...] = (1.0, 2.0, 3.0)
-    epochs: tuple[int, ...] = (5, 10, 20, 40)
-    batch_size: int = 128
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    mean_field_factors: tuple[float, ...] = DEFAULT_MEAN_FIELD_FACTORS
-    temperature: bool = True
-    validation_fraction: float = 0.2
-    depth: int = 100
-    criterion: RerankCriterion = RerankCriterion.PROBABILITY
-    risk_aversion: float = 1.0
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        set_enum(self, "head", HeadKind)
-        set_enum(self, "criterion", RerankCriterion)
-        for name in ("hidden", "num_features", "batch_size", "depth"):
-            check_positive_int(name, getattr(self, name))
-        if isinstance(self.num_layers, bool) or not isinstance(self.num_layers, int):
-            raise InputDataError(f"num_layers must be an integer, got {self.num_layers!r}")
-        if self.num_layers < 0:
-            raise InputDataError(f"num_layers must be >= 0, got {self.num_layers}")
-        if not 0.0 <= float(self.dropout) < 1.0:
-            raise InputDataError(f"dropout must lie in [0, 1), got {self.dropout!r}")
-        check_positive("spectral_bound", self.spectral_bound)
-        check_positive("lr", self.lr)
-        if float(self.weight_decay) < 0 or float(self.risk_aversion) < 0:
-            raise InputDataError("weight_decay and risk_aversion must be >= 0")
-        gammas = tuple(check_focal_gamma(g) for g in float_tuple("gammas", self.gammas))
-        factors = float_tuple("mean_field_factors", self.mean_field_factors)
-        if any(f < 0 for f in factors):
-            raise InputDataError(f"mean_field_factors must be >= 0, got {factors}")
-        object.__setattr__(self, "gammas", gammas)
-        object.__setattr__(self, "mean_field_factors", factors)
-        object.__setattr__(self, "epochs", int_tuple("epochs", self.epochs))
-        check_fraction("validation_fraction", self.validation_fraction)
-        if not isinstance(self.temperature, bool):
-            raise InputDataError(f"temperature must be true or false, got {self.temperature!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise InputDataError(f"seed must be an integer, got {self.seed!r}")
-
-    def head_options(self) -> list[dict[str, Any]]:
-        """Constructor options of the head, one dict per training setting (gamma grid)."""
-        options: dict[str, Any] = {
-            "hidden": self.hidden,
-            "num_layers": self.num_layers,
-            "dropout": self.dropout,
-            "seed": self.seed,
-        }
-        if self.head.value in GP_HEADS:
-            options.update(num_features=self.num_features, spectral_bound=self.spectral_bound)
-        if self.head is HeadKind.GPF:
-            return [{**options, "gamma": g} for g in self.gammas]
-        return [options]
+RerankCriterion = RankingCriterion
+"""The score :meth:`GPFRanker.rerank` orders candidates by: the package's one criterion enum,
+:class:`probrank.retrieval.risk.RankingCriterion` (this name is kept for old code)."""
 
 
 @dataclass(frozen=True)
@@ -276,25 +176,68 @@ class GPFRanker:
         x_train, x_val = self._encode(train), self._encode(val)
         y_train = torch.tensor([y for item in train for y in item.labels], dtype=torch.float32)
         y_val = torch.tensor([y for item in val for y in item.labels], dtype=torch.float32)
-        mean = x_train.mean(0)
-        std = x_train.std(0).clamp_min(1e-6) if x_train.shape[0] > 1 else torch.ones_like(mean)
-        x_train, x_val = (x_train - mean) / std, (x_val - mean) / std
-        grid = [{**o, "seed": seed} for o in s.head_options()]
-        fit_options = FitOptions(
-            batch_size=s.batch_size, lr=s.lr, weight_decay=s.weight_decay, seed=seed
-        )
-        checkpoints = train_checkpoints(
-            s.head.value, x_train.shape[1], grid, (x_train, y_train), x_val, s.epochs, fit_options
-        )
         family = Family.TEMPERATURE if s.temperature else Family.PLAIN
-        selection = select(s.head.value, checkpoints, y_val, family, s.mean_field_factors)
-        self._head = restore(s.head.value, x_train.shape[1], selection)
+        mean, std, fitted = fit_standardised(
+            s, (x_train, y_train), (x_val, y_val), seed=seed, families=[family]
+        )
+        self._adopt(mean, std, fitted[family], seed, names)
+        return self
+
+    def fit_features(
+        self,
+        train: tuple[Tensor, Tensor],
+        validation: tuple[Tensor, Tensor],
+        *,
+        families: Sequence[Family] = (Family.PLAIN, Family.TEMPERATURE),
+        seed: int | None = None,
+    ) -> dict[Family, GPFRanker]:
+        """Validation-selection fit on precomputed pair features (the frozen-encoder regime).
+
+        The head grid (``gammas`` for GPF) is trained once to the largest of ``epochs``;
+        per calibration family the checkpoint and calibration with the lowest validation NLL
+        are chosen (:mod:`probrank.models.gpf_ranker.fitting`). ``self`` adopts the family of
+        ``settings.temperature`` when it is among ``families``, else the first.
+
+        Args:
+            train: `n x d` raw pair features and `n` 0/1 labels (float32).
+            validation: `n_val x d` raw features and `n_val` 0/1 labels.
+            families: Calibration families to select, each from the same checkpoints.
+            seed: Overrides ``settings.seed``.
+
+        Returns:
+            ``{family: fitted GPFRanker}`` (``self`` is one of them); predict with
+            :meth:`predict_features`.
+        """
+        s = self.settings
+        seed = s.seed if seed is None else seed
+        mean, std, fitted = fit_standardised(s, train, validation, seed=seed, families=families)
+        own = Family.TEMPERATURE if s.temperature else Family.PLAIN
+        own = own if own in fitted else next(iter(fitted))
+        out: dict[Family, GPFRanker] = {}
+        for family, chosen in fitted.items():
+            model = self if family is own else GPFRanker(s, self._encoder)
+            model._adopt(mean, std, chosen, seed, ())
+            out[family] = model
+        return out
+
+    def _adopt(
+        self, mean: Tensor, std: Tensor, fitted: FittedHead, seed: int, names: tuple[str, ...]
+    ) -> None:
+        self._head = fitted.head
         self._mean, self._std = mean, std
         self._side_names = names
-        self._options = dict(selection.checkpoint.options)
-        self._selected = {k: float(v) for k, v in selection.settings.items()}
+        self._options = dict(fitted.selection.checkpoint.options)
+        self._selected = {k: float(v) for k, v in fitted.selected.items()}
         self._selected["seed"] = float(seed)
-        return self
+
+    def predict_features(self, x: Tensor) -> Tensor:
+        """`n` calibrated P(relevant) of `n x d` raw pair features (as :meth:`fit_features`
+        took them), float64."""
+        head = self._require_fitted()
+        if self._mean is None or self._std is None or x.shape[-1] != self._mean.shape[0]:
+            raise InputDataError("the features do not match the fitted model's width")
+        with torch.no_grad():
+            return head.predict_proba((x - self._mean) / self._std).detach().double()
 
     # -- use ------------------------------------------------------------------------------
 
@@ -362,21 +305,36 @@ class GPFRanker:
         head = self._require_fitted()
         return GPyTorchPosterior(_double(head.posterior(self.features(lists))))
 
-    def botorch_model(self) -> Any:
+    def botorch_model(
+        self,
+        features: Tensor | None = None,
+        *,
+        scale: float = 1.0,
+        noise_variance: float = 0.0,
+        jitter: float = 0.0,
+    ) -> PreferenceUtilityModel:
         """A BoTorch ``Model`` over candidates given by their standardised features.
 
         ``model.posterior(X)`` for ``X`` `batch_shape x q x d` (rows of :meth:`features`,
         float32 or float64) is the head's joint posterior of the `q` logits, in ``X``'s dtype.
+        ``condition_on_observations(X, Y)`` (``Y``: `m x 2` integer ``(winner, loser)``
+        judgements among the rows of ``X``, or `n' x 1` 0/1 relevance labels) and
+        ``fantasize(X, PairwiseSobolQMCNormalSampler(...))`` update it in closed form, without
+        refitting (:mod:`probrank.models.gpf_ranker.botorch`), so qKG and BO loops run on it.
+
+        Args:
+            features: `n x d` candidate rows kept as ``model.datapoints`` (default none).
+            scale: Judgement likelihood scale (Bradley-Terry on the logits).
+            noise_variance: Judgement noise added when BoTorch asks for observation noise.
+            jitter: Added to the diagonal of returned covariances.
         """
-        from probrank.posteriors.model import UtilityModel
+        from probrank.models.gpf_ranker.botorch import head_model
 
         head = self._require_fitted()
-
-        def posterior(x: Tensor) -> MultivariateNormal:
-            mvn = head.posterior(x.float())
-            return _double(mvn) if x.dtype == torch.float64 else mvn
-
-        return UtilityModel(posterior)
+        width = 0 if self._mean is None else int(self._mean.shape[0])
+        return head_model(
+            head, width, features, scale=scale, noise_variance=noise_variance, jitter=jitter
+        )
 
     def rerank(
         self,
@@ -385,7 +343,7 @@ class GPFRanker:
         documents: Documents,
         *,
         depth: int | None = None,
-        criterion: RerankCriterion | str | None = None,
+        criterion: RankingCriterion | str | None = None,
         name: str | None = None,
     ) -> Run:
         """Rescore each topic's top ``depth`` documents of ``run`` by ``criterion``.
@@ -395,7 +353,9 @@ class GPFRanker:
             topics: ``{query_id: text}`` or a TREC topics file.
             documents: ``{doc_id: text}`` or a function ``doc_id -> text``.
             depth: Documents per topic (default ``settings.depth``); the rest are dropped.
-            criterion: :class:`RerankCriterion` (default ``settings.criterion``).
+            criterion: :class:`~probrank.retrieval.risk.RankingCriterion` (default
+                ``settings.criterion``; the draws of ``mean_sd`` and ``cvar`` are seeded by
+                the fit's seed).
             name: The new run's name (default ``<run name>.gpf``).
 
         Returns:
@@ -403,7 +363,7 @@ class GPFRanker:
         """
         self._require_fitted()
         s = self.settings
-        chosen = RerankCriterion(criterion) if criterion is not None else s.criterion
+        chosen = RankingCriterion(criterion) if criterion is not None else s.criterion
         lists = CandidateList.from_trec(
             topics,
             run,
@@ -412,13 +372,14 @@ class GPFRanker:
             first_stage_features=self._side_names == FIRST_STAGE_FEATURES,
         )
         predictions = self.predict(lists)
-        if chosen is RerankCriterion.PROBABILITY:
-            scores = predictions.probability.double()
-        elif chosen is RerankCriterion.MEAN:
-            scores = predictions.mean.double()
-        else:
-            sd = predictions.variance.double().clamp_min(0.0).sqrt()
-            scores = predictions.mean.double() - s.risk_aversion * sd
+        scores = criterion_scores(
+            chosen,
+            probability=predictions.probability,
+            mean=predictions.mean,
+            variance=predictions.variance,
+            risk_aversion=s.risk_aversion,
+            seed=int(self._selected.get("seed", s.seed)),
+        )
         out: dict[str, dict[str, float]] = {}
         for qid, cid, score in zip(
             predictions.qids, predictions.candidate_ids, scores.tolist(), strict=True
@@ -521,7 +482,7 @@ class GPFRanker:
                 other than the one the model was fitted with.
         """
         manifest, tensors = _persist.load_model(path, cls.__name__)
-        settings = settings_from_json(GPFRankerSettings, manifest.settings)
+        settings = manifest.read_settings(lambda data: settings_from_json(GPFRankerSettings, data))
         if encoder is None:
             encoder = _encoder.encoder_for_load(manifest.encoder)
         else:

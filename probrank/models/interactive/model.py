@@ -500,7 +500,7 @@ class InteractiveRanker:
                 other than the one the ranker was fitted with.
         """
         manifest, tensors = _persist.load_model(path, cls.__name__)
-        settings = InteractiveRankerSettings.from_json(manifest.settings)
+        settings = manifest.read_settings(InteractiveRankerSettings.from_json)
         if manifest.encoder is not None:
             if encoder is None:
                 encoder = _encoder.encoder_for_load(manifest.encoder)

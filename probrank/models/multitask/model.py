@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 import torch
@@ -44,11 +44,13 @@ from probrank.models._settings import (
     settings_from_json,
     settings_to_json,
 )
-from probrank.models.multitask.features import AnswerFeatures, AnswerFeaturizer
+from probrank.models.multitask.features import AnswerFeaturizer
 from probrank.models.multitask.network import MultiTaskData, MultiTaskNet, predict_multitask
 from probrank.models.multitask.selection import (
     DEFAULT_THRESHOLDS,
     KeepTop,
+    MultiTaskChoice,
+    Scorer,
     keep_labels,
     select_multitask,
 )
@@ -155,8 +157,21 @@ class RankedAnswers:
         return tuple(c for c, k in zip(self.candidate_ids, self.keep, strict=True) if k)
 
 
+class LabelledAnswers(Protocol):
+    """Precomputed answer features with labels, grades and list groups."""
+
+    @property
+    def features(self) -> Tensor: ...  # `n x d`
+    @property
+    def labels(self) -> Tensor | None: ...  # `n`
+    @property
+    def groups(self) -> list[list[int]]: ...
+    @property
+    def grades(self) -> list[int]: ...
+
+
 def _accuracy_mrr(
-    data: AnswerFeatures, scores: np.ndarray, predicted: np.ndarray
+    data: LabelledAnswers, scores: np.ndarray, predicted: np.ndarray
 ) -> tuple[float, float]:
     """Accuracy of the kept/dropped labels and MEDIQA's MRR (first kept and correct answer)."""
     if data.labels is None:
@@ -197,6 +212,7 @@ class MultiTaskRanker:
         self._encoder = encoder
         self._featurizer: AnswerFeaturizer | None = None
         self._net: MultiTaskNet | None = None
+        self._chosen: MultiTaskChoice | None = None
         self._choice: dict[str, Any] = {}
 
     @property
@@ -234,12 +250,51 @@ class MultiTaskRanker:
         train, val = split_lists(train_lists, validation_lists, s.validation_fraction, seed=seed)
         featurizer = AnswerFeaturizer(self.encoder, list_context=s.list_context).fit(train)
         train_x, val_x = featurizer.transform(train), featurizer.transform(val)
+        self.fit_features(train_x, val_x, seed=seed)
+        self._featurizer = featurizer
+        return self
+
+    def fit_features(
+        self,
+        train: LabelledAnswers,
+        validation: LabelledAnswers,
+        *,
+        scorer: Scorer | None = None,
+        seed: int | None = None,
+    ) -> MultiTaskRanker:
+        """The multi-task training loop on precomputed answer features.
+
+        One net per ranking weight lambda of ``settings.ranking_weights`` is fitted by SVI
+        with early stopping on the validation answers; lambda, the P(keep) threshold and the
+        keep-top rule are chosen together by ``scorer`` (default: the accuracy of the
+        kept/dropped labels and MEDIQA's MRR), ties by its second value.
+
+        Args:
+            train: Training answers: ``features`` `n x d` float64, ``labels`` `n`,
+                ``groups`` (each list's row indices) and ``grades`` `n` (e.g.
+                :class:`~probrank.models.multitask.features.AnswerFeatures` or the MEDIQA
+                protocol's :class:`~probrank.models.multitask.mediqa_features.FeatureSet`).
+            validation: Validation answers, the same fields.
+            scorer: ``(scores, labels) -> (accuracy, MRR)`` of the validation answers (each
+                `n_val`), compared as a tuple.
+            seed: Overrides ``settings.seed``.
+
+        Returns:
+            ``self`` (predict with :meth:`predict_features`; :meth:`predict` and
+            :meth:`save` need a fit on lists).
+        """
+        s = self.settings
+        seed = s.seed if seed is None else seed
+
+        def default_scorer(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+            return _accuracy_mrr(validation, scores, labels)
+
         chosen = select_multitask(
-            lambda weight: self._new_net(train_x.features.shape[1], weight, seed),
-            _as_data(train_x),
-            _as_data(val_x),
-            val_x.groups,
-            lambda scores, labels: _accuracy_mrr(val_x, scores, labels),
+            lambda weight: self._new_net(train.features.shape[1], weight, seed),
+            _as_data(train),
+            _as_data(validation),
+            validation.groups,
+            scorer or default_scorer,
             ranking_weights=s.ranking_weights,
             thresholds=s.thresholds,
             keep_top=s.keep_top,
@@ -259,8 +314,28 @@ class MultiTaskRanker:
             "validation_mrr": chosen.validation_mrr,
             "best_epoch": chosen.best_epoch,
         }
-        self._featurizer, self._choice, self._net = featurizer, {**choice, "seed": seed}, chosen.net
+        self._featurizer, self._choice, self._net = None, {**choice, "seed": seed}, chosen.net
+        self._chosen = chosen
         return self
+
+    def predict_features(
+        self, features: Tensor, groups: Sequence[Sequence[int]], *, seed: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(scores, labels, P(keep))`` of `n` answers given by their features (each `n`):
+        posterior mean utility, kept (1) / dropped (0) by the chosen threshold and keep-top
+        rule, posterior mean P(keep).
+
+        Args:
+            features: `n x d` float64 features (as :meth:`fit_features` took them).
+            groups: Each list's row indices.
+            seed: Seeds the draws (default: the fit's seed).
+        """
+        if self._chosen is None:
+            raise InputDataError("MultiTaskRanker is not fitted: call fit or fit_features first")
+        seed = int(self._choice["seed"]) if seed is None else seed
+        return self._chosen.predict(
+            features, groups, num_samples=self.settings.posterior_samples, seed=seed
+        )
 
     def _new_net(self, in_features: int, ranking_weight: float, seed: int) -> MultiTaskNet:
         s = self.settings
@@ -280,7 +355,8 @@ class MultiTaskRanker:
     @property
     def choice(self) -> dict[str, Any]:
         """Chosen lambda, threshold and keep-top rule, with their validation scores."""
-        self._require_fitted()
+        if self._net is None:
+            raise InputDataError("MultiTaskRanker is not fitted: call fit or fit_features first")
         return dict(self._choice)
 
     def _require_fitted(self) -> tuple[AnswerFeaturizer, MultiTaskNet]:
@@ -438,7 +514,7 @@ class MultiTaskRanker:
                 other than the one the model was fitted with.
         """
         manifest, tensors = _persist.load_model(path, cls.__name__)
-        settings = settings_from_json(MultiTaskSettings, manifest.settings)
+        settings = manifest.read_settings(lambda data: settings_from_json(MultiTaskSettings, data))
         if encoder is None:
             encoder = _encoder.encoder_for_load(manifest.encoder)
         else:
@@ -458,6 +534,15 @@ class MultiTaskRanker:
         except (KeyError, RuntimeError) as exc:
             raise InputDataError(f"damaged saved model ({exc})", path=path) from None
         model._featurizer, model._net, model._choice = featurizer, net, choice
+        model._chosen = MultiTaskChoice(
+            net,
+            float(choice["ranking_weight"]),
+            float(choice["threshold"]),
+            bool(choice["keep_top"]),
+            float(choice.get("validation_accuracy", float("nan"))),
+            float(choice.get("validation_mrr", float("nan"))),
+            int(choice.get("best_epoch", 0)),
+        )
         return model
 
     def __repr__(self) -> str:
@@ -465,7 +550,7 @@ class MultiTaskRanker:
         return f"MultiTaskRanker({state}, bayesian={self.settings.bayesian})"
 
 
-def _as_data(data: AnswerFeatures) -> MultiTaskData:
+def _as_data(data: LabelledAnswers) -> MultiTaskData:
     if data.labels is None:
         raise InputDataError("training and validation lists need labels")
     return MultiTaskData(

@@ -1,35 +1,24 @@
 """QLFusion: a Bayesian quantifier of relevant documents per ranked list, and fusion by it.
 
-* :mod:`~probrank.models.qlfusion.model`: :class:`QLFusion` (fit on runs and qrels, ``fuse``,
-  ``proportions``, ``posterior``, ``save``/``load``) and :class:`QLFusionSettings`;
+* :mod:`~probrank.models.qlfusion.model`: :class:`QLFusion` (``fit`` on runs and qrels,
+  ``fuse``, ``proportions``, ``posterior``, ``save``/``load``, and ``cross_fit``: every topic
+  weighted by quantifiers that never saw its judgements, as the ``qlfusion_cv`` protocol and
+  ``probrank fuse`` use it);
+* :mod:`~probrank.models.qlfusion.settings`: :class:`QLFusionSettings`, the one settings
+  object of the model, the protocol's ``[quantifier]`` table and ``probrank fuse``;
 * :mod:`~probrank.models.qlfusion.network`: the network (:class:`QLFusionNet`), its inputs
   (:func:`list_features`, :func:`relevant_counts`) and vectorised training
   (:func:`train_quantifier`);
 * :mod:`~probrank.models.qlfusion.plus_features`: the richer judgement-free inputs of the
   ``qlfusion_plus`` extension;
-* :mod:`~probrank.models.qlfusion.variants`: the quantifier variants (the paper's Tables 1 and 2
-  and the extensions), their training settings and their predictions for many members at once;
-* :mod:`~probrank.models.qlfusion.cross_fit`: cross-fitted weights (every topic weighted by
-  quantifiers that never saw its judgements), used by the ``qlfusion_cv`` protocol and
-  ``probrank fuse``.
+* :mod:`~probrank.models.qlfusion.quantifiers`: the cross-fitting variants (the paper's Tables
+  1 and 2 and the extensions) and their training groups;
+* :mod:`~probrank.models.qlfusion.members`: the per-(fold, run) member tensors of a
+  cross-fitting and its result, :class:`CrossFit`.
 """
 
-from probrank.models.qlfusion.cross_fit import (
-    CVData,
-    cross_validated_group,
-    cross_validated_predictions,
-    cross_validated_weights,
-    make_folds,
-    merge_cross_validated,
-    prepare_cv,
-    weights_from_predictions,
-)
-from probrank.models.qlfusion.model import (
-    ProportionPosterior,
-    QLFusion,
-    QLFusionSettings,
-    WeightRule,
-)
+from probrank.models.qlfusion.members import CrossFit, CrossFitData
+from probrank.models.qlfusion.model import ProportionPosterior, QLFusion
 from probrank.models.qlfusion.network import (
     QLFusionNet,
     QuantifierLoss,
@@ -45,49 +34,40 @@ from probrank.models.qlfusion.plus_features import (
     plus_features,
     standardize,
 )
-from probrank.models.qlfusion.variants import (
-    DEFAULT_SETTINGS,
+from probrank.models.qlfusion.quantifiers import (
     PAPER_VARIANTS,
     VARIANTS,
+    Inputs,
+    Kind,
     LearnedFusion,
-    QuantifierSettings,
     TrainingGroup,
     Variant,
-    member_predictions,
-    training_groups,
 )
+from probrank.models.qlfusion.settings import QLFusionSettings, WeightRule
 
 __all__ = [
-    "DEFAULT_SETTINGS",
     "OVERLAP_CUTS",
     "PAPER_VARIANTS",
     "VARIANTS",
-    "CVData",
+    "CrossFit",
+    "CrossFitData",
+    "Inputs",
+    "Kind",
     "LearnedFusion",
     "ProportionPosterior",
     "QLFusion",
     "QLFusionNet",
     "QLFusionSettings",
     "QuantifierLoss",
-    "QuantifierSettings",
     "RowGroups",
     "TrainedQuantifier",
     "TrainingGroup",
     "Variant",
     "WeightRule",
-    "cross_validated_group",
-    "cross_validated_predictions",
-    "cross_validated_weights",
     "list_features",
-    "make_folds",
-    "member_predictions",
-    "merge_cross_validated",
     "plus_feature_names",
     "plus_features",
-    "prepare_cv",
     "relevant_counts",
     "standardize",
     "train_quantifier",
-    "training_groups",
-    "weights_from_predictions",
 ]

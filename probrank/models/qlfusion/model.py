@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 import torch
@@ -31,15 +30,12 @@ from probrank.fusion.comb import check_runs, query_order
 from probrank.fusion.fuse import fuse
 from probrank.models import _persist
 from probrank.models._settings import (
-    check_fraction,
-    check_positive,
     check_positive_int,
     check_unit_interval,
-    int_tuple,
-    set_enum,
     settings_from_json,
     settings_to_json,
 )
+from probrank.models.qlfusion.members import CrossFit, CrossFitData, prepare_members
 from probrank.models.qlfusion.network import (
     QLFusionNet,
     QuantifierLoss,
@@ -47,83 +43,20 @@ from probrank.models.qlfusion.network import (
     relevant_counts,
     train_quantifier,
 )
-from probrank.nn.bayesian_linear import Estimator
+from probrank.models.qlfusion.quantifiers import (
+    VARIANTS,
+    Inputs,
+    TrainingGroup,
+    group_predictions,
+    merge_group_predictions,
+    training_groups,
+)
+from probrank.models.qlfusion.settings import QLFusionSettings, WeightRule
 
-__all__ = ["ProportionPosterior", "QLFusion", "QLFusionSettings", "WeightRule"]
+__all__ = ["CrossFit", "ProportionPosterior", "QLFusion", "QLFusionSettings", "WeightRule"]
 
-
-class WeightRule(str, Enum):
-    """How the posterior draws of a list's proportion become its fusion weight."""
-
-    MEAN = "mean"
-    """The posterior mean (the paper's rule)."""
-    LOWER = "lower"
-    """The ``lower_quantile`` quantile of the draws: uncertain lists weigh less."""
-
-
-@dataclass(frozen=True)
-class QLFusionSettings:
-    """Settings of :class:`QLFusion` (the model card's values by default).
-
-    Attributes:
-        depth: `k`, the list length the quantifiers read and fusion uses.
-        hidden: Hidden width of the quantifier.
-        lr: Adam learning rate.
-        batch_sizes: Candidate mini-batch sizes, one chosen per run on validation MAE.
-        max_epochs: Epoch limit (in each batch size's own epochs).
-        patience: Early-stopping patience on validation MAE, in epochs.
-        max_steps: Cap on SVI steps (None: no cap).
-        estimator: Gradient estimator of the Bayesian output layer.
-        init_scale: Initial standard deviation of the output layer's guide.
-        validation_fraction: Share of the training topics held out for validation
-            (at least one topic).
-        posterior_samples: Draws of the output layer per prediction.
-        weight_rule: How draws become a fusion weight (:class:`WeightRule`).
-        lower_quantile: The quantile of the ``lower`` rule.
-        credible_level: Mass of the credible intervals :meth:`QLFusion.proportions` reports.
-        relevance_level: Lowest qrels grade counted relevant.
-        seed: Seeds the split, training and the posterior draws.
-        progress: Show a progress bar while training (tqdm).
-    """
-
-    depth: int = 100
-    hidden: int = 32
-    lr: float = 5e-4
-    batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16)
-    max_epochs: int = 500
-    patience: int = 20
-    max_steps: int | None = 1000
-    estimator: Estimator = Estimator.FLIPOUT
-    init_scale: float = 1e-2
-    validation_fraction: float = 0.1
-    posterior_samples: int = 100
-    weight_rule: WeightRule = WeightRule.MEAN
-    lower_quantile: float = 0.1
-    credible_level: float = 0.9
-    relevance_level: int = 1
-    seed: int = 0
-    progress: bool = True
-
-    def __post_init__(self) -> None:
-        for name in ("depth", "hidden", "max_epochs", "patience", "posterior_samples"):
-            check_positive_int(name, getattr(self, name))
-        check_positive_int("max_steps", self.max_steps, allow_none=True)
-        object.__setattr__(self, "batch_sizes", int_tuple("batch_sizes", self.batch_sizes))
-        check_positive("lr", self.lr)
-        check_positive("init_scale", self.init_scale)
-        check_fraction("validation_fraction", self.validation_fraction)
-        check_unit_interval("lower_quantile", self.lower_quantile)
-        check_unit_interval("credible_level", self.credible_level)
-        if isinstance(self.relevance_level, bool) or not isinstance(self.relevance_level, int):
-            raise InputDataError(
-                f"relevance_level must be an integer, got {self.relevance_level!r}"
-            )
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise InputDataError(f"seed must be an integer, got {self.seed!r}")
-        if not isinstance(self.progress, bool):
-            raise InputDataError(f"progress must be true or false, got {self.progress!r}")
-        set_enum(self, "estimator", Estimator)
-        set_enum(self, "weight_rule", WeightRule)
+GroupResult = tuple[dict[str, Tensor], dict[str, Any]]
+"""What :meth:`QLFusion.cross_fit_group` returns: ``({variant: p_hat}, info)``."""
 
 
 @dataclass(frozen=True)
@@ -275,6 +208,162 @@ class QLFusion:
             total_count=s.depth,
             seed=seed,
         )
+
+    # -- cross-fitting --------------------------------------------------------------------
+
+    @staticmethod
+    def training_groups(variants: Sequence[str] = ("qlfusion",)) -> list[TrainingGroup]:
+        """The independent training groups of ``variants`` (the unit of parallel work of
+        :meth:`cross_fit_group`; see :class:`~probrank.models.qlfusion.quantifiers.
+        TrainingGroup`).
+
+        Raises:
+            InputDataError: an unknown variant.
+        """
+        return training_groups(variants)
+
+    def prepare_cross_fit(
+        self,
+        runs: Sequence[Run],
+        qrels: Qrels,
+        *,
+        folds: int = 10,
+        fold_seed: int = 0,
+        variants: Sequence[str] = ("qlfusion",),
+    ) -> CrossFitData:
+        """The members of a cross-fitting: features, relevant counts and folds.
+
+        Args:
+            runs: The `R` input runs; not modified.
+            qrels: Judgements; topics are those of the qrels some run retrieved.
+            folds: Number of folds (at least 3: test, validation and training folds).
+            fold_seed: Seeds the split (:func:`probrank.data.folds.fold_indices`).
+            variants: The variants to be trained (the ``plus`` ones need more inputs).
+        """
+        self.training_groups(variants)  # unknown variants fail before any work
+        s = self.settings
+        return prepare_members(
+            runs,
+            qrels,
+            folds=folds,
+            depth=s.depth,
+            fold_seed=fold_seed,
+            plus=any(VARIANTS[v].inputs is Inputs.PLUS for v in variants),
+            relevance_level=s.relevance_level,
+        )
+
+    def cross_fit(
+        self,
+        runs: Sequence[Run],
+        qrels: Qrels,
+        *,
+        folds: int = 10,
+        fold_seed: int = 0,
+        variants: Sequence[str] = ("qlfusion",),
+        seed: int | None = None,
+    ) -> CrossFit:
+        """Cross-fit quantifiers over folds of topics, so that every topic is weighted by
+        quantifiers that never saw its judgements.
+
+        For fold ``f`` the test topics are fold ``f``, the validation topics fold ``f + 1``
+        (mod ``folds``; it chooses each quantifier's batch size and epoch, and the ridge
+        penalty and forest leaf size of the scikit-learn variants), the rest train. One
+        quantifier per (fold, run) and variant is trained with these settings. The model's own
+        fitted state (:meth:`fit`) is not touched.
+
+        Args:
+            runs: The `R` input runs (unique names); not modified.
+            qrels: Judgements.
+            folds: Number of folds (at least 3).
+            fold_seed: Seeds the split.
+            variants: Names from :data:`~probrank.models.qlfusion.quantifiers.VARIANTS`
+                (``qlfusion`` is the paper's model; the others are its ablations and
+                extensions).
+            seed: Seeds training (default ``settings.seed``).
+
+        Returns:
+            A :class:`CrossFit`.
+        """
+        data = self.prepare_cross_fit(
+            runs, qrels, folds=folds, fold_seed=fold_seed, variants=variants
+        )
+        return self.cross_fit_data(data, variants=variants, seed=seed)
+
+    def cross_fit_data(
+        self,
+        data: CrossFitData,
+        *,
+        variants: Sequence[str] = ("qlfusion",),
+        seed: int | None = None,
+    ) -> CrossFit:
+        """:meth:`cross_fit` on prepared members (:meth:`prepare_cross_fit`)."""
+        results = [
+            self.cross_fit_group(data, group, seed=seed) for group in self.training_groups(variants)
+        ]
+        return self.merge_cross_fit(data, variants, results)
+
+    def cross_fit_group(
+        self, data: CrossFitData, group: TrainingGroup, *, seed: int | None = None
+    ) -> GroupResult:
+        """Train one training group of a cross-fitting (it may run in another process: groups
+        seed their own generators, so the merged result is the same, bit for bit on CPU).
+
+        Args:
+            data: From :meth:`prepare_cross_fit`.
+            group: One of :meth:`training_groups`.
+            seed: Seeds training (default ``settings.seed``).
+
+        Returns:
+            ``({variant: p_hat}, info)`` for :meth:`merge_cross_fit`.
+        """
+        s = self.settings
+        return group_predictions(
+            data.parts,
+            group,
+            seed=s.seed if seed is None else seed,
+            settings=s,
+            progress=s.progress,
+        )
+
+    def merge_cross_fit(
+        self, data: CrossFitData, variants: Sequence[str], results: Sequence[GroupResult]
+    ) -> CrossFit:
+        """The :class:`CrossFit` of ``variants`` from :meth:`cross_fit_group`'s results for
+        every group of one seed."""
+        preds, info = merge_group_predictions(data.parts, variants, results)
+        return CrossFit(
+            data=data,
+            depth=self.settings.depth,
+            predictions=preds,
+            test_mae=info["test_mae"],
+            val_mae=info["val_mae"],
+            val_predictions=info["val_predictions"],
+            batch_sizes=info["batch_sizes"],
+            seconds=info["seconds"],
+            quantifiers=info["quantifiers"],
+        )
+
+    def svi_vs_nuts(
+        self,
+        data: CrossFitData,
+        *,
+        fold: int = 0,
+        run_index: int = 0,
+        seed: int = 0,
+        num_samples: int = 300,
+        warmup_steps: int = 300,
+        num_chains: int = 2,
+        progress: bool = False,
+    ) -> dict[str, dict[str, float]]:
+        """SVI against NUTS for the output layer of one (fold, run) cross-fitting quantifier
+        (:func:`probrank.models.qlfusion.nuts.svi_vs_nuts`, which documents the table)."""
+        from probrank.models.qlfusion.nuts import svi_vs_nuts
+
+        return svi_vs_nuts(
+            self.settings, data, fold=fold, run_index=run_index, seed=seed,
+            num_samples=num_samples, warmup_steps=warmup_steps, num_chains=num_chains,
+            progress=progress,
+        )  # fmt: skip
 
     # -- use ------------------------------------------------------------------------------
 
@@ -449,7 +538,7 @@ class QLFusion:
             InputDataError: see :func:`probrank.models._persist.load_model`.
         """
         manifest, tensors = _persist.load_model(path, cls.__name__)
-        settings = settings_from_json(QLFusionSettings, manifest.settings)
+        settings = manifest.read_settings(lambda data: settings_from_json(QLFusionSettings, data))
         model = cls(settings)
         names = tuple(str(n) for n in manifest.state.get("run_names", []))
         if not names:

@@ -66,7 +66,9 @@ class QuantifierLoss(str, Enum):
     """Squared error on the proportion, as a Gaussian likelihood (the ablation)."""
 
 
-def list_features(run: Run, query_ids: Sequence[str], depth: int = 100) -> Tensor:
+def list_features(
+    run: Run, query_ids: Sequence[str], depth: int = 100, *, dtype: torch.dtype | None = None
+) -> Tensor:
     """The quantifier's input: each list's top ``depth`` scores, min-max normalised, padded.
 
     A topic the run lacks (or an empty list) gives a row of zeros; a list whose scores are all
@@ -76,11 +78,12 @@ def list_features(run: Run, query_ids: Sequence[str], depth: int = 100) -> Tenso
         run: The run.
         query_ids: `n` topics, in output order.
         depth: `k`, the list length.
+        dtype: Floating dtype of the features; default ``torch.get_default_dtype()``.
 
     Returns:
-        `n x k` float32 features.
+        `n x k` features in ``dtype``.
     """
-    out = torch.zeros(len(query_ids), depth)
+    out = torch.zeros(len(query_ids), depth, dtype=_floating(dtype))
     scores = run.as_dict()
     for i, qid in enumerate(query_ids):
         if qid not in scores or not scores[qid]:
@@ -91,7 +94,13 @@ def list_features(run: Run, query_ids: Sequence[str], depth: int = 100) -> Tenso
 
 
 def relevant_counts(
-    run: Run, qrels: Qrels, query_ids: Sequence[str], depth: int = 100, relevance_level: int = 1
+    run: Run,
+    qrels: Qrels,
+    query_ids: Sequence[str],
+    depth: int = 100,
+    relevance_level: int = 1,
+    *,
+    dtype: torch.dtype | None = None,
 ) -> Tensor:
     """Relevant documents among each list's top ``depth`` (trec_eval order).
 
@@ -101,19 +110,29 @@ def relevant_counts(
         query_ids: `n` topics.
         depth: `k`.
         relevance_level: Minimum grade counted as relevant.
+        dtype: Floating dtype of the counts (the likelihoods take real-valued counts);
+            default ``torch.get_default_dtype()``.
 
     Returns:
-        `n` float32 counts in ``[0, k]``.
+        `n` counts in ``[0, k]``, in ``dtype``.
     """
     judged = qrels.as_dict()
     scores = run.as_dict()
-    out = torch.zeros(len(query_ids))
+    out = torch.zeros(len(query_ids), dtype=_floating(dtype))
     for i, qid in enumerate(query_ids):
         if qid not in scores:
             continue
         grades = judged.get(qid, {})
         out[i] = sum(1 for d, _ in run.ranking(qid, depth) if grades.get(d, 0) >= relevance_level)
     return out
+
+
+def _floating(dtype: torch.dtype | None) -> torch.dtype:
+    """``dtype`` (default ``torch.get_default_dtype()``), refused unless floating."""
+    chosen = dtype if dtype is not None else torch.get_default_dtype()
+    if not chosen.is_floating_point:
+        raise InputDataError(f"dtype must be a floating dtype, got {chosen}")
+    return chosen
 
 
 RowGroups = Sequence[tuple[int, int]]

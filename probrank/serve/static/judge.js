@@ -1,8 +1,20 @@
-// The judging page: keyboard shortcuts, one answer at a time, a client-generated judgement id
-// (the same id on every retry, so a double press or a retried request is stored once), and the
-// next pair shown only after the server has acknowledged the committed judgement.
+// The judging page: keyboard shortcuts (u: undo), one answer at a time, a client-generated
+// judgement id (the same id on every retry, so a double press or a retried request is stored
+// once), and the next pair shown only after the server has acknowledged the committed judgement.
 (function () {
   "use strict";
+  var undo = document.getElementById("undo-form");
+  if (undo) {  // "u": take back the last answer (an undo event; the page reloads)
+    document.addEventListener("keydown", function (event) {
+      if (event.altKey || event.ctrlKey || event.metaKey || event.repeat) { return; }
+      var tag = event.target && event.target.tagName;
+      if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") { return; }
+      if (event.key === "u" || event.key === "U") {
+        event.preventDefault();
+        undo.requestSubmit();
+      }
+    });
+  }
   var form = document.getElementById("judge-form");
   if (!form) { return; }
   var jid = form.querySelector("input[name=jid]");

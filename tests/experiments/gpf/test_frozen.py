@@ -123,3 +123,28 @@ def test_smoke_mode_runs_small_and_writes_nothing(tmp_path: Path) -> None:
     assert [r for r in result.values if not r.endswith("+T")] == list(HEADS)
     assert all(len(v) == 1 for m in result.values.values() for v in m.values())
     assert not (tmp_path / "out").exists()
+
+
+def test_a_heads_table_maps_onto_the_models_settings(tmp_path: Path) -> None:
+    from probrank.experiments.gpf.frozen import head_settings
+    from probrank.models.gpf_ranker import GPFRankerSettings
+
+    heads = _config(tmp_path)["heads"]
+    heads["deterministic"] = {"loss": "focal", "gamma": 2.5}
+    gpf = head_settings(heads, "gpf", [0.0, 1.0], smoke=False)
+    assert gpf.gammas == (1.0, 2.0) and gpf.epochs == (1, 3) and gpf.lr == 1e-2
+    assert (gpf.hidden, gpf.num_features, gpf.batch_size) == (16, 32, 64)
+    assert gpf.mean_field_factors == (0.0, 1.0)
+    mlp = head_settings(heads, "deterministic", [0.0], smoke=False)
+    assert (mlp.loss, mlp.focal_gamma, mlp.lr) == ("focal", 2.5, 3e-3)
+    assert head_settings(heads, "ensemble", [0.0], smoke=False).num_members == 2
+    smoke = head_settings(heads, "gpf", [0.0], smoke=True)
+    assert (smoke.epochs, smoke.gammas, smoke.num_features) == ((1,), (1.0,), 64)
+    # what the tables leave out is the model's default (the one set of defaults)
+    bare = head_settings({}, "gpf", [0.0], smoke=False)
+    default = GPFRankerSettings()
+    assert (bare.gammas, bare.epochs, bare.batch_size) == (
+        default.gammas,
+        default.epochs,
+        default.batch_size,
+    )

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from probrank.experiments import load_config
+from probrank.experiments.qlfusion_cv.data import quantifier_settings
 from probrank.experiments.qlfusion_cv.protocol import TABLE_1, run
-from probrank.models.qlfusion.variants import DEFAULT_SETTINGS, QuantifierSettings
+from probrank.models import QLFusionSettings
 
 MODELS = Path(__file__).resolve().parents[3] / "models" / "qlfusion"
 CONFIG = MODELS / "robust03.toml"
@@ -32,6 +33,32 @@ def test_smoke_protocol_end_to_end(shared_data: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["robust03.toml", "clef_tar_2018.toml"])
-def test_fuse_defaults_are_the_configs_settings(name: str) -> None:
-    table = load_config(MODELS / name)["quantifier"]
-    assert QuantifierSettings.from_config(table) == DEFAULT_SETTINGS
+def test_the_settings_defaults_are_the_configs_settings(name: str) -> None:
+    """``probrank fuse`` and the model use QLFusionSettings' defaults: those of the cards."""
+    config = load_config(MODELS / name)
+    assert quantifier_settings(config) == QLFusionSettings()
+    smoke = quantifier_settings(config, smoke=True)
+    assert smoke.max_steps == 10 and smoke.batch_sizes == (4, 16) and smoke.depth == 100
+
+
+@pytest.mark.parametrize(
+    ("line", "replacement", "message"),
+    [
+        ("lr = 5e-4", "lr = -1.0", r"quantifier\.lr: lr must be positive, got -1\.0"),
+        ('estimator = "flipout"', 'estimator = "nope"', r"quantifier\.estimator: must be one"),
+        ("hidden = 32", "depth = 50", r"quantifier\.depth: unknown key"),
+    ],
+)
+def test_the_quantifier_table_is_checked_by_the_settings(
+    tmp_path: Path, line: str, replacement: str, message: str
+) -> None:
+    """``[quantifier]`` maps key for key onto QLFusionSettings: its own checks reject a bad
+    value (naming the key and line); ``depth`` belongs to ``[protocol]``."""
+    from probrank.exceptions import InputDataError
+
+    text = CONFIG.read_text(encoding="utf-8")
+    assert line in text
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace(line, replacement, 1), encoding="utf-8")
+    with pytest.raises(InputDataError, match=message):
+        load_config(bad)

@@ -1,19 +1,21 @@
-"""The quantifier variants of QLFusion and their predictions for many independent members.
+"""The quantifier variants of QLFusion's cross-fitting and their training for many members.
 
 A *member* is one quantifier problem: training, validation and test lists of one input run (in
-a cross-validation, one per (fold, run); :mod:`probrank.models.qlfusion.cross_fit`). Every
-variant (:data:`VARIANTS`) predicts, for each member, the proportion of relevant documents in
-its test lists. The neural variants that share inputs and the Bayesian/deterministic choice
-train together in one vectorised SVI loop (:func:`~probrank.models.qlfusion.train_quantifier`);
-each group's wall time is recorded so the proposed model is timed apart from the extras
-(Table 2 grid, LR, RF, plus).
+a cross-fitting, one per (fold, run); :mod:`probrank.models.qlfusion.members`). Every variant
+(:data:`VARIANTS`) predicts, for each member, the proportion of relevant documents in its test
+lists. The neural variants that share inputs and the Bayesian/deterministic choice train
+together in one vectorised SVI loop (:func:`~probrank.models.qlfusion.network.
+train_quantifier`); each group's wall time is recorded so the proposed model is timed apart
+from the extras (Table 2 grid, LR, RF, plus). These are the workings of
+:meth:`~probrank.models.qlfusion.QLFusion.cross_fit` and its per-group parts; the settings
+are the model's :class:`~probrank.models.qlfusion.QLFusionSettings`.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -23,18 +25,17 @@ import torch
 from torch import Tensor
 
 from probrank.exceptions import InputDataError
-from probrank.models.qlfusion.model import WeightRule
 from probrank.models.qlfusion.network import QuantifierLoss, TrainedQuantifier, train_quantifier
 from probrank.models.qlfusion.plus_features import standardize
+from probrank.models.qlfusion.settings import QLFusionSettings, WeightRule
 
 __all__ = [
-    "DEFAULT_SETTINGS",
     "PAPER_VARIANTS",
     "VARIANTS",
     "Inputs",
     "Kind",
     "LearnedFusion",
-    "QuantifierSettings",
+    "Parts",
     "TrainingGroup",
     "Variant",
     "group_predictions",
@@ -75,7 +76,7 @@ class Variant:
         inputs: Which inputs.
         weight: Fusion weight from the predictive draws
             (:class:`~probrank.models.qlfusion.WeightRule`; ``lower`` takes the
-            ``QuantifierSettings.lower_quantile`` quantile).
+            ``QLFusionSettings.lower_quantile`` quantile).
     """
 
     kind: Kind = Kind.NEURAL
@@ -115,61 +116,6 @@ class LearnedFusion(str, Enum):
     """The extension with judgement-free list descriptors as inputs."""
 
 
-@dataclass(frozen=True)
-class QuantifierSettings:
-    """Training settings of the quantifiers (the paper's values by default).
-
-    Attributes:
-        hidden: Hidden width.
-        lr: Adam learning rate.
-        batch_sizes: Candidate batch sizes, one chosen per (fold, run) on validation MAE.
-        max_epochs: Epoch limit per quantifier.
-        patience: Early-stopping patience in epochs, on validation MAE.
-        max_steps: Optional cap on SVI steps (not in the paper; a compute budget).
-        estimator: Output layer gradient estimator.
-        init_scale: Initial sd of the output layer's mean-field guide.
-        posterior_samples: Posterior predictive draws per prediction.
-        lower_quantile: The quantile of the draws used by the ``lower`` weight rule.
-        rf_trees: Trees of the random-forest quantifier.
-    """
-
-    hidden: int = 32
-    lr: float = 5e-4
-    batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16)
-    max_epochs: int = 500
-    patience: int = 20
-    max_steps: int | None = None
-    estimator: str = "flipout"
-    init_scale: float = 1e-2
-    posterior_samples: int = 100
-    lower_quantile: float = 0.1
-    rf_trees: int = 100
-
-    @classmethod
-    def from_config(cls, table: Mapping[str, Any]) -> QuantifierSettings:
-        """Settings from a config's ``[quantifier]`` table (unknown keys are an error)."""
-        known = set(cls.__dataclass_fields__)
-        unknown = set(table) - known
-        if unknown:
-            raise InputDataError(f"unknown [quantifier] keys: {sorted(unknown)}")
-        values = dict(table)
-        if "batch_sizes" in values:
-            values["batch_sizes"] = tuple(int(b) for b in values["batch_sizes"])
-        return cls(**values)
-
-
-DEFAULT_SETTINGS = QuantifierSettings(
-    batch_sizes=(1, 2, 4, 8, 16),
-    max_epochs=500,
-    patience=20,
-    max_steps=1000,
-    init_scale=1e-2,
-    posterior_samples=100,
-    rf_trees=50,
-)
-"""The settings of ``models/qlfusion/*.toml`` (the paper's, with a cap on SVI steps)."""
-
-
 Parts = tuple[dict[str, Tensor], dict[str, Tensor], dict[str, Tensor]]
 """Train, validation and test member tensors: ``x`` (`M x n x k`), ``counts`` (`M x n`),
 ``mask`` (`M x n`) and, for the plus variants, ``plus`` (`M x n x F`)."""
@@ -181,7 +127,7 @@ def _inputs(parts: Parts, inputs: Inputs) -> tuple[dict[str, Tensor], ...]:
     if inputs is Inputs.SCORES:
         return parts
     if "plus" not in train:
-        raise InputDataError("the plus variants need prepare_cv(..., plus=True)")
+        raise InputDataError("the plus variants need member data built with plus=True")
     x = standardize(train["plus"], train["mask"], val["plus"], test["plus"])
     return tuple(
         {**part, "x": t * part["mask"].unsqueeze(-1).to(t.dtype)}
@@ -237,7 +183,7 @@ def _neural_group(
     bayesian: bool,
     inputs: Inputs,
     names: Sequence[str],
-    settings: QuantifierSettings,
+    settings: QLFusionSettings,
     seed: int,
     progress: bool,
 ) -> tuple[dict[str, Tensor], dict[str, Any]]:
@@ -255,7 +201,7 @@ def _neural_group(
         patience=settings.patience,
         max_steps=settings.max_steps,
         hidden=settings.hidden,
-        estimator=settings.estimator,
+        estimator=settings.estimator.value,
         init_scale=settings.init_scale,
         layer_norm=inputs is Inputs.SCORES,
         total_count=parts[0]["x"].shape[-1],
@@ -295,7 +241,7 @@ class TrainingGroup:
     (:func:`~probrank.inference.svi.fit_svi` runs under ``fork_rng``; scikit-learn gets
     ``random_state=seed``), so they may run in any order or in different processes and give the
     same numbers, bit for bit on CPU with the same thread count (the unit of work of the Ray
-    executor, :mod:`probrank.experiments.qlfusion_cv.protocol`). The members inside a neural
+    executor of the ``qlfusion_cv`` protocol). The members inside a neural
     group are *not* independent in that sense: they share one initialisation stream, one noise
     stream and one loop, so a group is never split.
 
@@ -354,7 +300,7 @@ def group_predictions(
     group: TrainingGroup,
     *,
     seed: int = 0,
-    settings: QuantifierSettings | None = None,
+    settings: QLFusionSettings | None = None,
     progress: bool = True,
 ) -> tuple[dict[str, Tensor], dict[str, Any]]:
     """Test ``p_hat`` (`M x n_test`) of one training group's variants.
@@ -371,7 +317,7 @@ def group_predictions(
         ``val_predictions``, ``batch_sizes`` (neural groups), ``quantifiers`` (neural groups)
         and ``seconds`` (``{group.key: wall time}``).
     """
-    settings = settings or QuantifierSettings()
+    settings = settings or QLFusionSettings()
     start = time.perf_counter()
     if group.kind is Kind.NEURAL:
         preds, info = _neural_group(
@@ -422,7 +368,7 @@ def member_predictions(
     parts: Parts,
     *,
     seed: int = 0,
-    settings: QuantifierSettings | None = None,
+    settings: QLFusionSettings | None = None,
     variants: Sequence[str] = ("qlfusion",),
     progress: bool = True,
 ) -> tuple[dict[str, Tensor], dict[str, Any]]:
@@ -430,7 +376,7 @@ def member_predictions(
 
     Args:
         parts: ``(train, validation, test)`` member tensors (:data:`Parts`; e.g. a
-            :class:`~probrank.models.qlfusion.cross_fit.CVData`'s ``train``, ``val``,
+            :class:`~probrank.models.qlfusion.members.CrossFitData`'s ``train``, ``val``,
             ``test``; with ``plus`` for the plus variants).
         seed: Seeds training.
         settings: Training settings.
