@@ -40,7 +40,7 @@ from pyro.infer.autoguide import AutoNormal
 
 from probrank.diagnostics.sbc import SBCResult, run_sbc, sbc_from_draws
 from probrank.evaluation.bayesian import fit_comparison
-from probrank.inference import fit_nuts, fit_svi
+from probrank.inference import NutsSamples, fit_nuts, fit_svi
 from probrank.inference.swag import SWAGCollector
 from probrank.likelihoods import (
     bernoulli_relevance,
@@ -106,6 +106,12 @@ def _layer_model(name: str, sims: int, width: int) -> Callable[..., Any]:
     return model
 
 
+def _with_divergences(result: SBCResult, samples: NutsSamples) -> SBCResult:
+    """Record the NUTS run's divergent transitions (all simulations share the run)."""
+    result.info["divergences"] = samples.num_divergences
+    return result
+
+
 def _stack_draws(samples: dict[str, torch.Tensor], sites: list[str], sims: int) -> torch.Tensor:
     """``{site: chains x S x N x ...}`` -> `chains x S x N x P`."""
     parts = [samples[s].reshape(*samples[s].shape[:2], sims, -1) for s in sites]
@@ -128,8 +134,9 @@ def output_layer_nuts(name: str, size: Size, seed: int) -> SBCResult:
         model, x, y, num_samples=size.draws, warmup_steps=size.warmup, num_chains=1, seed=seed
     )
     names = [f"w{j}" for j in range(width)] + ([] if pairwise else ["bias"])
-    return sbc_from_draws(
-        truth, _stack_draws(samples, sites, size.sims), num_ranks=size.ranks, names=names
+    draws = _stack_draws(samples, sites, size.sims)
+    return _with_divergences(
+        sbc_from_draws(truth, draws, num_ranks=size.ranks, names=names), samples
     )
 
 
@@ -152,8 +159,9 @@ def conjugate_nuts(size: Size, seed: int) -> SBCResult:
         num_chains=1,
         seed=seed,
     )
-    return sbc_from_draws(
-        truth, _stack_draws(samples, ["mu"], size.sims), num_ranks=size.ranks, names=["mu"]
+    draws = _stack_draws(samples, ["mu"], size.sims)
+    return _with_divergences(
+        sbc_from_draws(truth, draws, num_ranks=size.ranks, names=["mu"]), samples
     )
 
 
@@ -214,7 +222,8 @@ def qlfusion_nuts(size: Size, seed: int) -> SBCResult:
         seed=seed,
     )
     draws = _stack_draws(samples, ["output.weight", "output.bias"], size.sims)
-    return sbc_from_draws(truth, draws, num_ranks=size.ranks, names=QL_NAMES)
+    result = sbc_from_draws(truth, draws, num_ranks=size.ranks, names=QL_NAMES)
+    return _with_divergences(result, samples)
 
 
 def _svi(model: Any, guide: Any, x: torch.Tensor, counts: torch.Tensor, seed: int) -> None:
@@ -586,14 +595,15 @@ def main() -> None:
     wall = time.perf_counter() - start_all
     header = (
         f"{'model':34} {'inference':36} {'params':>6} {'N':>5} {'L':>3} {'p (unif.)':>9} "
-        f"{'chi2 max':>8} {'cov50':>6} {'cov90':>6} {'direction':17} verdict"
+        f"{'chi2 max':>8} {'cov50':>6} {'cov90':>6} {'direction':17} {'div':>4} verdict"
     )
     print("\n" + header + "\n" + "-" * len(header))
     for r in records:
         print(
             f"{r['model'][:34]:34} {r['inference'][:36]:36} {len(r['parameters']):>6} "
             f"{r['simulations']:>5} {r['num_ranks']:>3} {r['p_value']:>9.3f} {r['chi2_max']:>8.1f} "
-            f"{r['coverage_50']:>6.2f} {r['coverage_90']:>6.2f} {r['dispersion']:17} {r['verdict']}"
+            f"{r['coverage_50']:>6.2f} {r['coverage_90']:>6.2f} {r['dispersion']:17} "
+            f"{r.get('divergences', '-'):>4} {r['verdict']}"
         )
     payload = {
         "quick": args.quick,

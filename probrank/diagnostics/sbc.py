@@ -290,6 +290,8 @@ class SBCResult:
         positions: `N x P` quantile positions among all (unthinned) draws.
         num_ranks: `L`.
         failures: Simulations whose fit raised (skipped), as ``(index, message)``.
+        info: Free-form facts about the fits (e.g. NUTS divergences), copied into
+            :meth:`summary`.
     """
 
     names: list[str]
@@ -297,6 +299,7 @@ class SBCResult:
     positions: np.ndarray
     num_ranks: int
     failures: list[tuple[int, str]] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
 
     def parameters(self, bins: int | None = None) -> list[ParameterCalibration]:
         """Per-parameter chi-square test, coverage and dispersion."""
@@ -338,6 +341,7 @@ class SBCResult:
             "coverage_90": float(np.mean([p.coverage_90 for p in params])),
             "dispersion": direction.value,
             "failures": len(self.failures),
+            **self.info,
             "parameters": [
                 {
                     "name": p.name,

@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from probrank.evaluation.bayesian_model import Likelihood
+from probrank.evaluation.bayesian_likelihood import Likelihood
 
 __all__ = ["EXACT_SAMPLERS", "PAIRED_RIDGE", "bootstrap_draws", "paired_draws"]
 

@@ -2,9 +2,10 @@
 
 Not the default: :func:`probrank.evaluation.bayesian_compare` uses the paired model of
 :mod:`probrank.evaluation.bayesian_exact` unless told otherwise. In the simulation from real
-per-topic values (``benchmarks/bayesian_compare_sim.py``) the truncated normal below, with its
-one noise scale, pulled differences toward 0 where a run sits at the bounds and diverged on
-identical runs; the arguments for it that follow are kept as the record of why it was built.
+per-topic values (``benchmarks/bayesian_compare_sim.py``) the truncated normal below diverged
+in 3 of 4 NUTS fits, identical runs included (issue 24 also saw it pull an observed +0.132 to
++0.112 when one run sat at 1.0 on two topics); the arguments for it that follow are kept as the
+record of why it was built.
 
 Per measure, the per-topic values ``y[s, t]`` of ``S`` systems on ``T`` topics (trec_eval's
 per-topic numbers) are modelled as::
@@ -54,7 +55,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
 from typing import ClassVar
 
 import pyro
@@ -64,6 +64,7 @@ from pyro.distributions import constraints
 from pyro.distributions.torch_distribution import TorchDistribution
 from torch import Tensor
 
+from probrank.evaluation.bayesian_likelihood import HIERARCHICAL, Likelihood
 from probrank.exceptions import InputDataError
 
 __all__ = [
@@ -78,32 +79,6 @@ __all__ = [
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _Size = torch.Size | list[int] | tuple[int, ...]
-
-
-class Likelihood(str, Enum):
-    """The model of the per-topic values behind :func:`~probrank.evaluation.bayesian_compare`.
-
-    :attr:`PAIRED` and :attr:`BOOTSTRAP` have exact posteriors
-    (:mod:`probrank.evaluation.bayesian_exact`); :attr:`NORMAL` and :attr:`TRUNCATED_NORMAL` are
-    the hierarchical model of this module, sampled with NUTS. The default, :attr:`PAIRED`, was
-    chosen by simulation (``benchmarks/bayesian_compare_sim.py``): it alone covered the true
-    difference 93-97% of the time with a bias under 0.005 on every simulated case.
-    """
-
-    PAIRED = "paired"
-    """Multivariate normal per topic, unstructured covariance, reference prior: each pairwise
-    difference has the paired t-test's posterior (exact draws, no MCMC)."""
-    BOOTSTRAP = "bootstrap"
-    """Rubin's Bayesian bootstrap over topics (exact draws, no MCMC)."""
-    TRUNCATED_NORMAL = "truncated-normal"
-    """Normal truncated to [0, 1] (:class:`UnitTruncatedNormal`); for measures in [0, 1]."""
-    NORMAL = "normal"
-    """Unbounded normal: Carterette's linear model, and the conjugate special case (with the
-    noise, the topic scale and the level fixed the posterior is Gaussian in closed form)."""
-
-
-HIERARCHICAL = (Likelihood.TRUNCATED_NORMAL, Likelihood.NORMAL)
-"""The likelihoods of the hierarchical model (:func:`comparison_model`)."""
 
 
 def hierarchical_likelihood(likelihood: Likelihood | str) -> Likelihood:

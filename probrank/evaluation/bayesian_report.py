@@ -2,8 +2,9 @@
 Bayesian comparison and the sampler's convergence check, as one strict-JSON object.
 
 Built here, not in the command line, so that a notebook gets the same object
-(:func:`comparison_report`) as the command prints. Undefined statistics (an R-hat or an ESS of
-NaN, as one draw per chain gives) are ``null``: the output is strict JSON.
+(:func:`comparison_report`) as the command prints. The sampler's undefined statistics (an R-hat
+or an ESS of NaN, as one draw per chain gives) are None; the command prints the object through
+:func:`probrank.cli._parsing.strict_json`, which turns any other NaN into ``null`` too.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import math
 from typing import Any
 
-__all__ = ["comparison_report", "strict_json", "strict_number"]
+__all__ = ["comparison_report", "strict_number"]
 
 
 def strict_number(value: float | int | None) -> float | int | None:
@@ -55,16 +56,4 @@ def comparison_report(table: Any, result: Any) -> dict[str, Any]:
         "bayesian_ranking": result.ranking_json(),
         "bayesian_model": model,
     }
-    return strict_json(report)
-
-
-def strict_json(value: Any) -> Any:
-    """``value`` (dicts, lists, numbers, strings) with every NaN or infinity replaced by None,
-    so that ``json.dumps(..., allow_nan=False)`` accepts it."""
-    if isinstance(value, dict):
-        return {key: strict_json(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [strict_json(item) for item in value]
-    if isinstance(value, float):
-        return strict_number(value)
-    return value
+    return report

@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -89,3 +92,16 @@ def test_fit_comparison_returns_the_reports_draws(scores):
 def test_the_hierarchical_potential_refuses_exact_likelihoods(scores):
     with pytest.raises(InputDataError, match="hierarchical comparison model takes"):
         ComparisonPotential(scores[None], "paired", ComparisonPriors())
+
+
+def test_the_exact_path_does_not_load_torch_or_pyro():
+    # what keeps `eval --compare --bayesian` near the frequentist --compare's cost
+    code = (
+        "import sys, numpy as np\n"
+        "from probrank.evaluation.bayesian import bayesian_compare_scores\n"
+        "bayesian_compare_scores(np.random.default_rng(0).uniform(size=(1, 2, 9)),"
+        " systems=['a', 'b'], measures=['m'], num_samples=200)\n"
+        "print(sorted(m for m in ('torch', 'pyro') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

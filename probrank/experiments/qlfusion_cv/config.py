@@ -82,13 +82,21 @@ def _schema_hint(hint: Any) -> Any:
     return hint
 
 
+def _field_hint(f: dataclasses.Field[Any], hint: Any) -> Any:
+    """A field's schema type; a prior or likelihood (``metadata["plugin"]``) keeps its
+    :class:`~probrank._plugins.PluginField`, so that :func:`~probrank.experiments.load_config`
+    imports and probes a ``"module:callable"`` before any work."""
+    marker = f.metadata.get("plugin")
+    return Annotated[str, marker] if marker is not None else _schema_hint(hint)
+
+
 def _quantifier_schema() -> type:
     """``[quantifier]``: :class:`~probrank.models.qlfusion.QLFusionSettings` key for key
     (every key optional, its default the settings'; the keys of :data:`_SET_ELSEWHERE`
     excepted), each value checked by the settings themselves."""
     hints = typing.get_type_hints(QLFusionSettings)
     fields = [
-        (f.name, _schema_hint(hints[f.name]) | None, None)
+        (f.name, _field_hint(f, hints[f.name]) | None, None)
         for f in dataclasses.fields(QLFusionSettings)
         if f.name not in _SET_ELSEWHERE
     ]

@@ -49,6 +49,7 @@ from probrank.models.qlfusion.quantifiers import (
     TrainingGroup,
     group_predictions,
     merge_group_predictions,
+    model_parts,
     training_groups,
 )
 from probrank.models.qlfusion.settings import QLFusionSettings, WeightRule
@@ -206,6 +207,7 @@ class QLFusion:
             init_scale=s.init_scale,
             layer_norm=True,
             total_count=s.depth,
+            **model_parts(s),
             seed=seed,
         )
 

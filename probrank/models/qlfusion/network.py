@@ -24,7 +24,7 @@ proportion (squared error): the paper's Table 2 grid.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -179,6 +179,10 @@ class QLFusionNet(PyroModule):
         total_count: `n` of the binomial likelihood, the list length whose relevant
             documents are counted (default ``depth``; set it when the inputs are not the
             list's scores).
+        weight_prior: The output layer's weight prior in place of N(0, ``prior_scale``)
+            (a Pyro distribution over one weight, expanded to every weight).
+        likelihood: ``total_count -> (logits -> Distribution)``, the counts' likelihood of
+            the ``"binomial"`` members in place of the binomial (e.g. a beta-binomial).
         seed: Seeds the initial weights.
 
     Inputs are `M x n x k`; :meth:`model` and :meth:`guide` take ``(x, counts, mask, scale)``,
@@ -198,9 +202,12 @@ class QLFusionNet(PyroModule):
         init_scale: float = 1e-2,
         layer_norm: bool = True,
         total_count: int | None = None,
+        weight_prior: dist.Distribution | None = None,
+        likelihood: Callable[[int], Likelihood] | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__()
+        self._likelihood = likelihood
         if depth < 1 or hidden < 1 or num_models < 1:
             raise InputDataError(
                 f"depth, hidden and num_models must be positive, got {depth}, {hidden}, "
@@ -229,7 +236,7 @@ class QLFusionNet(PyroModule):
         self.hidden_bias = nn.Parameter(
             (torch.rand(num_models, 1, hidden, generator=generator) * 2 - 1) * bound
         )
-        prior = dist.Normal(0.0, prior_scale)
+        prior = dist.Normal(0.0, prior_scale) if weight_prior is None else weight_prior
         self.output: PyroModule
         if bayesian:
             self.output = BayesianLinear(
@@ -246,8 +253,14 @@ class QLFusionNet(PyroModule):
             self.output = _DeterministicLinear(hidden, 1, num_models, generator)
 
     def likelihoods(self) -> tuple[Likelihood, Likelihood]:
-        """The binomial (paper) and Gaussian (MSE) likelihoods of counts out of `k`."""
-        return binomial_proportion(self.total_count), gaussian_proportion(self.total_count)
+        """The counts' likelihood of the ``"binomial"`` members (the paper's binomial, or the
+        ``likelihood`` given) and the Gaussian (MSE) one, of counts out of `k`."""
+        counts = (
+            binomial_proportion(self.total_count)
+            if self._likelihood is None
+            else self._likelihood(self.total_count)
+        )
+        return counts, gaussian_proportion(self.total_count)
 
     def features(self, x: Tensor, groups: RowGroups | None = None) -> Tensor:
         """Layer norm, hidden linear layer and sigmoid.
@@ -452,6 +465,8 @@ def train_quantifier(
     init_scale: float = 1e-2,
     layer_norm: bool = True,
     total_count: int | None = None,
+    weight_prior: dist.Distribution | None = None,
+    likelihood: Callable[[int], Likelihood] | None = None,
     num_samples: int = 1,
     seed: int = 0,
     progress: bool = True,
@@ -488,6 +503,10 @@ def train_quantifier(
         layer_norm: Row-wise layer norm of the inputs (see :class:`QLFusionNet`).
         total_count: The list length `n` the counts are out of (default: the input width
             `k`, right for the paper's inputs).
+        weight_prior: The output layer's weight prior (default N(0, 1); see
+            :class:`QLFusionNet`).
+        likelihood: The counts' likelihood factory of the ``"binomial"`` members (default
+            the binomial; see :class:`QLFusionNet`).
         num_samples: Weight draws averaged for the validation MAE (1: the guide's mean).
         seed: Seeds initialisation and training.
         progress: Show a progress bar.
@@ -540,6 +559,8 @@ def train_quantifier(
         init_scale=init_scale,
         layer_norm=layer_norm,
         total_count=n_list,
+        weight_prior=weight_prior,
+        likelihood=likelihood,
         seed=seed,
     )
     vx, vp, vm = (tile(t, copies) for t in (val_x, val_p, val_mask))

@@ -124,7 +124,7 @@ def svi_vs_nuts(
     dims, coords = output_layer_dims("output", w_loc.shape[0], 1)
     dims = {"output.weight": ["hidden"], "output.bias": []}
     idata = to_inference_data(draws, dims=dims, coords={"hidden": coords["hidden"]})
-    table = summary(idata)
+    table = summary(idata, round_to="none")  # unrounded R-hat / ESS
     result = {"SVI": predictive(svi_w, svi_b), "NUTS": predictive(nuts_w, nuts_b)}
     result["NUTS"]["max R-hat"] = float(table["r_hat"].max())
     result["NUTS"]["min bulk ESS"] = float(table["ess_bulk"].min())

@@ -41,6 +41,7 @@ __all__ = [
     "group_predictions",
     "member_predictions",
     "merge_group_predictions",
+    "model_parts",
     "training_groups",
 ]
 
@@ -178,6 +179,17 @@ def _sklearn_predictions(
     return out, val_mae, val_out
 
 
+def model_parts(settings: QLFusionSettings) -> dict[str, Any]:
+    """The prior and likelihood arguments of the quantifier network from the settings (none
+    for the paper's N(0, 1) prior and binomial likelihood, whose code path stays the same)."""
+    if settings.default_model:
+        return {}
+    return {
+        "weight_prior": settings.prior_distribution(),
+        "likelihood": settings.likelihood_factory(),
+    }
+
+
 def _neural_group(
     parts: Parts,
     bayesian: bool,
@@ -205,6 +217,7 @@ def _neural_group(
         init_scale=settings.init_scale,
         layer_norm=inputs is Inputs.SCORES,
         total_count=parts[0]["x"].shape[-1],
+        **model_parts(settings),
         seed=seed,
         progress=progress,
     )

@@ -7,12 +7,13 @@ a cap of 1000 SVI steps per quantifier and 50 trees for the random-forest varian
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from probrank._config import SchemaError
+from probrank._plugins import PluginField, PluginKind, is_plugin, resolve
 from probrank.exceptions import InputDataError
 from probrank.models._settings import (
     check_fraction,
@@ -24,7 +25,7 @@ from probrank.models._settings import (
 )
 from probrank.nn.bayesian_linear import Estimator
 
-__all__ = ["QLFusionSettings", "WeightRule"]
+__all__ = ["PRIORS", "PROPORTION_LIKELIHOODS", "QLFusionSettings", "WeightRule"]
 
 
 class WeightRule(str, Enum):
@@ -34,6 +35,41 @@ class WeightRule(str, Enum):
     """The posterior mean (the paper's rule)."""
     LOWER = "lower"
     """The ``lower_quantile`` quantile of the draws: uncertain lists weigh less."""
+
+
+def _normal_prior(scale: float = 1.0) -> Any:
+    import pyro.distributions as dist
+
+    return dist.Normal(0.0, scale)
+
+
+def _binomial(total_count: int) -> Any:
+    from probrank.likelihoods import binomial_proportion
+
+    return binomial_proportion(total_count)
+
+
+def _beta_binomial(total_count: int, concentration: float = 10.0) -> Any:
+    from probrank.likelihoods import beta_binomial_proportion
+
+    return beta_binomial_proportion(total_count, concentration)
+
+
+PRIORS: Mapping[str, Callable[..., Any]] = {"normal": _normal_prior}
+"""Built-in priors of the output layer's weights, by name: ``fn(**prior_args) -> Distribution``
+(``"normal"``: N(0, ``scale``), the paper's with scale 1)."""
+
+PROPORTION_LIKELIHOODS: Mapping[str, Callable[..., Any]] = {
+    "binomial": _binomial,
+    "beta_binomial": _beta_binomial,
+}
+"""Built-in likelihoods of the relevant counts, by name: ``fn(total_count, **likelihood_args)
+-> (logits -> Distribution)`` (``"binomial"``: the paper's; ``"beta_binomial"``: over-dispersed,
+``concentration`` c, :func:`probrank.likelihoods.beta_binomial_proportion`)."""
+
+
+def _plugin_field(kind: PluginKind, builtins: Mapping[str, Any], default: str) -> Any:
+    return field(default=default, metadata={"plugin": PluginField(kind, tuple(builtins))})
 
 
 @dataclass(frozen=True)
@@ -60,6 +96,14 @@ class QLFusionSettings:
         credible_level: Mass of the credible intervals :meth:`QLFusion.proportions` reports.
         relevance_level: Lowest qrels grade counted relevant.
         rf_trees: Trees of the random-forest variant (``qlfusion_rf``) of cross-fitting.
+        prior: The output layer's weight prior: a name of :data:`PRIORS` or your own
+            ``"module.path:callable"`` returning a Pyro distribution over one weight.
+        prior_args: Keyword arguments of ``prior``.
+        likelihood: The likelihood of the relevant counts of the Bayesian variants: a name of
+            :data:`PROPORTION_LIKELIHOODS` or your own ``"module.path:callable"``
+            ``fn(total_count, **likelihood_args)`` returning a callable of logits `... x m`
+            to a distribution with batch shape `... x m` (:mod:`probrank._plugins` checks it).
+        likelihood_args: Keyword arguments of ``likelihood``.
         seed: Seeds the split, training and the posterior draws.
         progress: Show a progress bar while training (tqdm).
     """
@@ -80,6 +124,12 @@ class QLFusionSettings:
     credible_level: float = 0.9
     relevance_level: int = 1
     rf_trees: int = 50
+    prior: str = _plugin_field(PluginKind.PRIOR, PRIORS, "normal")
+    prior_args: dict[str, float] = field(default_factory=dict)
+    likelihood: str = _plugin_field(
+        PluginKind.PROPORTION_LIKELIHOOD, PROPORTION_LIKELIHOODS, "binomial"
+    )
+    likelihood_args: dict[str, float] = field(default_factory=dict)
     seed: int = 0
     progress: bool = True
 
@@ -104,6 +154,43 @@ class QLFusionSettings:
             raise InputDataError(f"progress must be true or false, got {self.progress!r}")
         set_enum(self, "estimator", Estimator)
         set_enum(self, "weight_rule", WeightRule)
+        for name, builtins in (("prior", PRIORS), ("likelihood", PROPORTION_LIKELIHOODS)):
+            value, args = getattr(self, name), getattr(self, f"{name}_args")
+            if not isinstance(value, str) or not (value in builtins or is_plugin(value)):
+                known = ", ".join(repr(b) for b in builtins)
+                raise InputDataError(
+                    f"{name} must be one of {known} or 'module.path:callable', got {value!r}"
+                )
+            if not isinstance(args, Mapping) or not all(isinstance(k, str) for k in args):
+                raise InputDataError(f"{name}_args must be a table of named values, got {args!r}")
+            object.__setattr__(self, f"{name}_args", dict(args))
+
+    __hash__ = None  # type: ignore[assignment]  # the *_args tables are dicts
+
+    def prior_distribution(self) -> Any:
+        """The output layer's weight prior (a Pyro distribution over one weight)."""
+        if self.prior in PRIORS:
+            return PRIORS[self.prior](**self.prior_args)
+        return resolve(self.prior, self.prior_args, PluginKind.PRIOR, key="prior").build()
+
+    def likelihood_factory(self) -> Callable[[int], Any]:
+        """``total_count -> (logits -> Distribution)``: the counts' likelihood."""
+        args = self.likelihood_args
+        if self.likelihood in PROPORTION_LIKELIHOODS:
+            builtin = PROPORTION_LIKELIHOODS[self.likelihood]
+            return lambda total_count: builtin(total_count, **args)
+        spec = resolve(self.likelihood, args, PluginKind.PROPORTION_LIKELIHOOD, key="likelihood")
+        return spec.build
+
+    @property
+    def default_model(self) -> bool:
+        """Whether the prior and likelihood are the paper's (N(0, 1), binomial)."""
+        return (
+            self.prior == "normal"
+            and self.prior_args in ({}, {"scale": 1.0})
+            and self.likelihood == "binomial"
+            and not self.likelihood_args
+        )
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], **fixed: Any) -> QLFusionSettings:
