@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from datetime import datetime, timezone
 
+__all__ = ["TORCH", "add_arguments", "run"]
+
 TORCH = False
 
 _DEFAULT_URL = "http://127.0.0.1:8765"

@@ -99,6 +99,7 @@ def _check_bayesian_options(args: argparse.Namespace) -> None:
             ("--draws", args.draws),
             ("--warmup", args.warmup),
             ("--seed", args.seed),
+            ("--likelihood", args.likelihood),
         )
         if value is not None
     ]
@@ -152,6 +153,7 @@ def _eval_bayesian(
             ("num_samples", args.draws),
             ("warmup_steps", args.warmup),
             ("seed", args.seed),
+            ("likelihood", args.likelihood),
         )
         if value is not None
     }
@@ -212,6 +214,7 @@ semantics (trec_eval 10.0, in double precision):
 
 def add_arguments(ev: argparse.ArgumentParser) -> None:
     """The arguments of ``probrank eval``."""
+    from probrank.evaluation.bayesian_likelihood import Likelihood
     from probrank.evaluation.significance_kinds import Correction, SignificanceTest
 
     ev.description = "Evaluate TREC runs exactly as trec_eval 10.0 does, in double precision."
@@ -251,12 +254,20 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--json", action="store_true", help="print JSON {run: {measure: value}}")
     bayes = ev.add_argument_group(
         "Bayesian comparison (--compare --bayesian)",
-        "A hierarchical model of the per-topic values (truncated normal on [0, 1], topic "
-        "effects) fitted with NUTS: per measure and run against the first, the posterior mean "
-        "difference, a 95%% credible interval, P(B > A) and P(|B - A| < ROPE); pairwise "
-        "P(better) and P(best). Measures in [0, 1] of -m (default AP nDCG@10 P@10).",
+        "A model of the per-topic values (default: paired, each topic's values multivariate "
+        "normal, exact posterior draws; chosen by simulation, see the README): per measure and "
+        "run against the first, the posterior mean difference, a 95%% credible interval, "
+        "P(B > A) and P(|B - A| < ROPE); pairwise P(better) and P(best). Measures in [0, 1] "
+        "of -m (default AP nDCG@10 P@10).",
     )
     bayes.add_argument("--bayesian", action="store_true", help="add the Bayesian comparison")
+    bayes.add_argument(
+        "--likelihood",
+        choices=enum_values(Likelihood),
+        default=None,
+        help="model of --bayesian: paired (default; exact, the paired t-test's posterior), "
+        "bootstrap (Bayesian bootstrap, exact), normal or truncated-normal (hierarchical, NUTS)",
+    )
     bayes.add_argument(
         "--rope",
         type=positive_float,
@@ -267,11 +278,14 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
     bayes.add_argument(
         "--plot", default=None, metavar="FILE", help="PNG of the posterior differences"
     )
-    bayes.add_argument("--chains", type=bounded(MAX_CHAINS), default=None, help="NUTS chains (4)")
+    bayes.add_argument("--chains", type=bounded(MAX_CHAINS), default=None, help="chains (4)")
     bayes.add_argument(
-        "--draws", type=bounded(MAX_DRAWS), default=None, help="draws per chain (500)"
+        "--draws",
+        type=bounded(MAX_DRAWS),
+        default=None,
+        help="draws per chain (2500 exact, 500 NUTS)",
     )
     bayes.add_argument(
-        "--warmup", type=bounded(MAX_DRAWS), default=None, help="warm-up steps per chain (300)"
+        "--warmup", type=bounded(MAX_DRAWS), default=None, help="NUTS warm-up steps per chain (300)"
     )
     bayes.add_argument("--seed", type=seed, default=None, help="chain c gets seed + c (0)")

@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 from probrank.cli._parsing import at_least, positive_int, seed
 
+__all__ = ["TORCH", "add_arguments", "run"]
+
 TORCH = False
 
 

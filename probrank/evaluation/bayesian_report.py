@@ -39,6 +39,7 @@ def comparison_report(table: Any, result: Any) -> dict[str, Any]:
     check = result.convergence
     model = {
         "likelihood": result.likelihood.value,
+        "method": result.method,
         "topics": result.num_topics,
         "rope": result.rope,
         "interval": result.interval,

@@ -47,9 +47,9 @@ from probrank.interactive.session import InteractiveSession
 from probrank.posteriors.protocol import PreferenceModel
 from probrank.serve.errors import BadRequest, Conflict
 from probrank.serve.identity import check_name
+from probrank.serve.limits import DEFAULT_MAX_SESSIONS
 from probrank.serve.project import Project
 from probrank.serve.ranking import Ranking, _ranking, best_probabilities
-from probrank.serve.server import DEFAULT_MAX_SESSIONS
 from probrank.serve.store import Choice, Judgement, JudgementStore, StaleRoundError
 
 __all__ = [

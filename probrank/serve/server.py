@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from probrank.exceptions import InputDataError
+from probrank.serve.limits import DEFAULT_MAX_SESSIONS
 
 __all__ = [
     "DEFAULT_DB",
@@ -53,10 +54,6 @@ DEFAULT_DB = "probrank-judgements.sqlite"
 DEFAULT_PORT = 8765
 """The port when none is named."""
 
-DEFAULT_MAX_SESSIONS = 100
-"""Annotator sessions kept in memory (see :mod:`~probrank.serve.judging`): about 4 MB each at
-45 candidates with the Laplace posterior (``benchmarks/serve_latency.py --scale``), so about
-400 MB; enough for 50 annotators on two questions each at a time."""
 
 HEADER_TIMEOUT = 10.0
 """Seconds a connection may take to send a request's headers before it is closed."""

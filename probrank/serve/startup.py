@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from probrank.data.candidates import CandidateList
-from probrank.serve.server import DEFAULT_MAX_SESSIONS
+from probrank.serve.limits import DEFAULT_MAX_SESSIONS
 
 if TYPE_CHECKING:
     from probrank.serve.judging import JudgingService

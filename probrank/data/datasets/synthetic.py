@@ -1,10 +1,17 @@
 """Generated TREC-style runs with known qrels: the project's embedded default data.
 
 Scores follow the score-distribution model Manmatha, Rath and Feng (2001) observed on TREC
-runs: relevant documents' scores are Gaussian, non-relevant ones exponential. Each run has its
-own quality (the distance between the relevant mean and the non-relevant scale); each query
-its own number of relevant documents. Qrels judge every relevant document and the
-non-relevant documents pooled from the runs' top ``pool_depth``, as TREC pools do.
+runs: relevant documents' scores are Gaussian, non-relevant ones exponential, and a list's
+share of relevant documents is the mixture weight its score curve reveals. Each run has its
+own quality: the mean of the relevant scores above ``log(num_docs / depth)``, the score the
+non-relevant exponential tail reaches at rank ``depth``, so the relevant documents form a
+visible shoulder in the top of the list. Each query has its own number of relevant documents,
+``1 + Binomial(num_docs - 1, depth / num_docs * Beta(1.5, 2.5))`` (about 0.4 ``depth`` on
+average, from a few to more than ``depth``), so the proportion of relevant documents in the
+top ``depth`` varies from list to list within a run and the min-max normalised score curve
+predicts it (``tests/data/datasets/test_synthetic.py`` checks both). Qrels judge every
+relevant document and the non-relevant documents pooled from the runs' top ``pool_depth``, as
+TREC pools do.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ class SyntheticCollection:
     Attributes:
         qrels: Judgements (grades 0, 1, 2).
         runs: The generated runs, best quality first.
-        run_quality: ``{run name: mean of relevant scores in units of the exponential scale}``.
+        run_quality: ``{run name: mean of the grade-1 relevant scores above log(num_docs /
+            depth), in units of the exponential scale}``.
     """
 
     qrels: Qrels
@@ -47,7 +55,8 @@ def score_distribution_runs(
 
     Args:
         num_queries: Queries (ids ``"101"``, ``"102"``, ...).
-        num_runs: Runs, with relevant-score means spread from 4.0 down to 1.5 exponential scales.
+        num_runs: Runs, with relevant-score means spread from 4.0 down to 1.5 exponential scales
+            above ``log(num_docs / depth)``.
         num_docs: Documents per query's candidate collection.
         depth: Documents each run returns per query.
         pool_depth: Top documents of every run that are judged.
@@ -77,19 +86,21 @@ def score_distribution_runs(
     rng = np.random.default_rng(seed)
     qualities = np.linspace(4.0, 1.5, num_runs)
     names = [f"synth{i + 1}" for i in range(num_runs)]
+    offset = float(np.log(num_docs / depth))  # the non-relevant tail's score at rank depth
     judgements: dict[str, dict[str, int]] = {}
     scores: list[dict[str, dict[str, float]]] = [{} for _ in range(num_runs)]
     for q in range(num_queries):
         qid = str(101 + q)
         docs = np.array([f"D{q:03d}-{d:05d}" for d in range(num_docs)])
-        rate = rng.beta(2.0, 30.0)
-        relevant = rng.uniform(size=num_docs) < rate
-        relevant[rng.integers(num_docs)] = True  # every query has a relevant document
+        rate = min(1.0, depth / num_docs * rng.beta(1.5, 2.5))
+        num_relevant = 1 + int(rng.binomial(num_docs - 1, rate))  # every query has one
+        relevant = np.zeros(num_docs, dtype=bool)
+        relevant[rng.choice(num_docs, num_relevant, replace=False)] = True
         grades = np.where(relevant, rng.choice([1, 2], size=num_docs, p=[0.7, 0.3]), 0)
         judged = {str(d): int(g) for d, g in zip(docs[relevant], grades[relevant], strict=True)}
         for r, quality in enumerate(qualities):
             noise = rng.exponential(1.0, size=num_docs)
-            signal = rng.normal(quality + 0.5 * (grades - 1), 1.0, size=num_docs)
+            signal = rng.normal(offset + quality + 0.5 * (grades - 1), 1.0, size=num_docs)
             raw = np.where(relevant, signal, noise)
             top = np.argsort(-raw, kind="stable")[:depth]
             scores[r][qid] = {str(docs[i]): round(float(raw[i]), 6) for i in top}

@@ -121,6 +121,7 @@ def _run(
     val_mae: dict[str, list[float]] = {}
     seconds: dict[str, list[float]] = {}
     chosen: dict[str, list[int]] = {}
+    coverage: dict[str, dict[str, list[float]]] = {}
     groups = model.training_groups(variants)
     experiment = config.get("experiment", {})
     executor_settings = ExecutorSettings.from_table(experiment)
@@ -147,6 +148,8 @@ def _run(
                 values.setdefault(name, {}).setdefault(m, []).append(scores[m])
             mae.setdefault(name, []).append(cross_fit.test_mae[name])
             val_mae.setdefault(name, []).append(cross_fit.val_mae[name])
+            for key, share in cross_fit.coverage.get(name, {}).items():
+                coverage.setdefault(name, {}).setdefault(key, []).append(share)
         for group, s in cross_fit.seconds.items():
             seconds.setdefault(group, []).append(s)
         for name, sizes in cross_fit.batch_sizes.items():
@@ -164,6 +167,13 @@ def _run(
     extra["Quantifier MAE of p_hat (mean over seeds; validation: the chosen models')"] = {
         name: {"test": statistics.fmean(mae[name]), "validation": statistics.fmean(val_mae[name])}
         for name in mae
+    }
+    extra[
+        "Posterior predictive coverage of held-out lists' proportions (share of test lists "
+        "inside the 50% / 90% interval, mean over seeds)"
+    ] = {
+        name: {key: statistics.fmean(shares) for key, shares in by_level.items()}
+        for name, by_level in coverage.items()
     }
     extra["Chosen batch sizes (share of fold x run models)"] = {
         name: {str(b): sizes.count(b) / len(sizes) for b in settings.batch_sizes}

@@ -179,6 +179,9 @@ class CrossFit:
         batch_sizes: ``{variant: [chosen batch size per member]}`` (neural variants).
         seconds: Wall time of each training group (e.g. ``"bayesian/scores"``).
         quantifiers: ``{variant: TrainedQuantifier}`` (neural variants trained here).
+        coverage: ``{variant: {"coverage_50": ..., "coverage_90": ...}}``: the share of test
+            lists whose observed proportion lies in its 50% / 90% posterior predictive
+            interval (neural variants; :mod:`~probrank.models.qlfusion.predictive`).
     """
 
     data: CrossFitData
@@ -190,6 +193,7 @@ class CrossFit:
     batch_sizes: dict[str, list[int]]
     seconds: dict[str, float]
     quantifiers: dict[str, Any]
+    coverage: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def weights(self, variant: str = "qlfusion", part: str = "test") -> dict[str, dict[str, float]]:
         """Fusion weights ``{run: {topic: p_hat}}`` of ``variant`` on ``part``'s lists."""

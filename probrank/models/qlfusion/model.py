@@ -43,6 +43,11 @@ from probrank.models.qlfusion.network import (
     relevant_counts,
     train_quantifier,
 )
+from probrank.models.qlfusion.predictive import (
+    interval_coverage,
+    predictive_interval,
+    predictive_shares,
+)
 from probrank.models.qlfusion.quantifiers import (
     VARIANTS,
     Inputs,
@@ -175,6 +180,7 @@ class QLFusion:
             init_scale=s.init_scale,
             layer_norm=True,
             total_count=s.depth,
+            **model_parts(s),
             seed=seed,
             progress=s.progress,
         )
@@ -185,6 +191,13 @@ class QLFusion:
         net.load_state_dict({k: v[members] for k, v in trained.net.state_dict().items()})
         self._net = net
         self._run_names = names
+        validation = part(val_idx)
+        shares = predictive_shares(
+            net.predict(validation["x"], s.posterior_samples, seed=seed),
+            s.likelihood_factory()(s.depth),
+            s.depth,
+            seed=seed,
+        )
         self._info = {
             "train_topics": [topics[i] for i in train_idx],
             "validation_topics": [topics[i] for i in val_idx],
@@ -192,6 +205,7 @@ class QLFusion:
             "validation_mae": [float(trained.val_mae[int(c), 0, r]) for r, c in enumerate(chosen)],
             "best_epoch": [int(trained.best_epoch[int(c), 0, r]) for r, c in enumerate(chosen)],
             "seed": seed,
+            "validation_coverage": interval_coverage(shares, validation["counts"] / s.depth),
         }
         return self
 
@@ -343,6 +357,7 @@ class QLFusion:
             batch_sizes=info["batch_sizes"],
             seconds=info["seconds"],
             quantifiers=info["quantifiers"],
+            coverage=info["coverage"],
         )
 
     def svi_vs_nuts(
@@ -377,7 +392,9 @@ class QLFusion:
 
     @property
     def training_info(self) -> dict[str, Any]:
-        """Topics of the split, chosen batch size, validation MAE and best epoch per run."""
+        """Topics of the split, chosen batch size, validation MAE and best epoch per run, and
+        ``validation_coverage``: the share of held-out validation lists whose observed
+        proportion lies in its 50% / 90% posterior predictive interval (:meth:`predictive`)."""
         self._require_fitted()
         return dict(self._info)
 
@@ -428,12 +445,20 @@ class QLFusion:
         draws = net.predict(x, num_samples, seed=s.seed if seed is None else seed)
         return ProportionPosterior(draws, self._run_names, tuple(topics), present)
 
-    def proportions(self, runs: Sequence[Run], *, level: float | None = None) -> Any:
-        """Posterior mean and credible interval of each list's proportion of relevant documents.
+    def proportions(
+        self, runs: Sequence[Run], *, level: float | None = None, predictive: bool = False
+    ) -> Any:
+        """Posterior mean and interval of each list's proportion of relevant documents.
 
         Args:
             runs: The fitted runs (matched by name); not modified.
             level: Interval mass (default ``settings.credible_level``).
+            predictive: The posterior *predictive* interval of the share of relevant documents
+                the list will show when judged (a count drawn from the settings' likelihood
+                for each posterior draw, over ``depth``;
+                :mod:`~probrank.models.qlfusion.predictive`) in place of the credible
+                interval of its mean ``p_hat``. Only the predictive interval covers observed
+                shares at its nominal rate (``training_info["validation_coverage"]``).
 
         Returns:
             A ``pandas.DataFrame`` with columns ``run, qid, mean, lower, upper``, one row per
@@ -442,7 +467,16 @@ class QLFusion:
         import pandas as pd
 
         post = self.posterior(runs)
-        lower, upper = post.interval(self.settings.credible_level if level is None else level)
+        s = self.settings
+        level = s.credible_level if level is None else level
+        if predictive:
+            check_unit_interval("level", level)
+            shares = predictive_shares(
+                post.draws, s.likelihood_factory()(s.depth), s.depth, seed=s.seed
+            )
+            lower, upper = predictive_interval(shares, level)
+        else:
+            lower, upper = post.interval(level)
         mean = post.mean
         rows = [
             {

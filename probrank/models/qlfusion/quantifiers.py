@@ -27,6 +27,7 @@ from torch import Tensor
 from probrank.exceptions import InputDataError
 from probrank.models.qlfusion.network import QuantifierLoss, TrainedQuantifier, train_quantifier
 from probrank.models.qlfusion.plus_features import standardize
+from probrank.models.qlfusion.predictive import interval_coverage, predictive_shares
 from probrank.models.qlfusion.settings import QLFusionSettings, WeightRule
 
 __all__ = [
@@ -226,18 +227,29 @@ def _neural_group(
         "quantifiers": {}, "batch_sizes": {}, "val_mae": {}, "val_predictions": {},
     }  # fmt: skip
 
-    def weight(x: Tensor, variant: Variant) -> Tensor:
-        draws = trained.draws(x, variant.loss, settings.posterior_samples, seed=seed)
+    def draws(x: Tensor, variant: Variant) -> Tensor:
+        return trained.draws(x, variant.loss, settings.posterior_samples, seed=seed)
+
+    def weight(draws: Tensor, variant: Variant) -> Tensor:
         if variant.weight is WeightRule.LOWER:
             q = torch.tensor(settings.lower_quantile, dtype=draws.dtype)
             return torch.quantile(draws, q, dim=0)
         return draws.mean(0)
 
+    counts_likelihood, mse_likelihood = trained.net.likelihoods()
+    n_list = trained.net.total_count
+    info["coverage"] = {}
     for name in names:
         variant = VARIANTS[name]
         li = trained.losses.index(variant.loss)
-        preds[name] = weight(test["x"], variant)
-        info["val_predictions"][name] = weight(val["x"], variant)
+        test_draws = draws(test["x"], variant)
+        preds[name] = weight(test_draws, variant)
+        likelihood = (
+            counts_likelihood if variant.loss is QuantifierLoss.BINOMIAL else mse_likelihood
+        )
+        shares = predictive_shares(test_draws, likelihood, n_list, seed=seed)
+        info["coverage"][name] = interval_coverage(shares, test["counts"] / n_list, test["mask"])
+        info["val_predictions"][name] = weight(draws(val["x"], variant), variant)
         info["quantifiers"][name] = trained
         info["batch_sizes"][name] = trained.chosen_batch_sizes()[li]
         chosen = trained.val_mae[:, li].gather(0, trained.chosen[li].unsqueeze(0)).squeeze(0)
@@ -363,11 +375,13 @@ def merge_group_predictions(
     preds: dict[str, Tensor] = {}
     info: dict[str, Any] = {
         "quantifiers": {}, "test_mae": {}, "val_mae": {}, "val_predictions": {},
-        "batch_sizes": {}, "seconds": {},
+        "batch_sizes": {}, "seconds": {}, "coverage": {},
     }  # fmt: skip
     for group_preds, group_info in results:
         preds.update(group_preds)
-        for field_name in ("quantifiers", "batch_sizes", "val_mae", "val_predictions", "seconds"):
+        for field_name in (
+            "quantifiers", "batch_sizes", "val_mae", "val_predictions", "seconds", "coverage",
+        ):  # fmt: skip
             info[field_name].update(group_info.get(field_name, {}))
     test = parts[2]
     true_p = test["counts"] / test["x"].shape[-1]
@@ -400,7 +414,8 @@ def member_predictions(
         ``({variant: p_hat}, info)``; ``info`` holds ``test_mae``, ``val_mae`` (of the chosen
         configuration, mean over members), ``val_predictions`` (`M x n_val` weights of the
         validation lists, for selection on validation), ``batch_sizes``, ``quantifiers``
-        (the trained models) and ``seconds`` (wall time of each training group, e.g.
+        (the trained models), ``coverage`` (neural variants' held-out predictive coverage at
+        50% and 90%) and ``seconds`` (wall time of each training group, e.g.
         ``"bayesian/scores"``). The groups (:func:`training_groups`) are trained one after
         another here; they are independent and may as well run apart
         (:func:`group_predictions`, :func:`merge_group_predictions`).

@@ -164,6 +164,27 @@ class QLFusionSettings:
             if not isinstance(args, Mapping) or not all(isinstance(k, str) for k in args):
                 raise InputDataError(f"{name}_args must be a table of named values, got {args!r}")
             object.__setattr__(self, f"{name}_args", dict(args))
+        self._check_builtin_args()
+
+    def _check_builtin_args(self) -> None:
+        """Build the built-in prior and likelihood once so that bad arguments (an unknown
+        name, a concentration that is not positive) fail here, in one line."""
+        for name, builtins, first in (
+            ("prior", PRIORS, ()),
+            ("likelihood", PROPORTION_LIKELIHOODS, (self.depth,)),
+        ):
+            value, args = getattr(self, name), getattr(self, f"{name}_args")
+            if value not in builtins:
+                continue
+            try:
+                builtins[value](*first, **args)
+            except InputDataError as exc:
+                raise InputDataError(f"{name}_args of {value!r}: {exc}") from None
+            except (TypeError, ValueError) as exc:
+                raise InputDataError(
+                    f"{name}_args {args!r} do not fit the {value!r} {name}: "
+                    + str(exc).splitlines()[0]
+                ) from None
 
     __hash__ = None  # type: ignore[assignment]  # the *_args tables are dicts
 
@@ -218,7 +239,10 @@ class QLFusionSettings:
             SchemaError: naming the first key whose value the settings refuse.
         """
         for key, value in table.items():
+            # a prior's or likelihood's arguments are checked with the prior or likelihood
+            base = key.removesuffix("_args")
+            companion = {base: table[base]} if key.endswith("_args") and base in table else {}
             try:
-                cls.from_table({key: value})
+                cls.from_table({**companion, key: value})
             except InputDataError as exc:
                 raise SchemaError((key,), str(exc)) from None
