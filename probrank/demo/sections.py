@@ -30,7 +30,11 @@ def evaluation_section(ctx: DemoContext) -> str:
     """trec_eval measures of the generated runs and randomisation tests against the best."""
     qrels, runs = ctx.collection.qrels, ctx.collection.runs
     rows = {r.name: evaluate(qrels, r, DEMO_MEASURES) for r in runs}
-    table = format_table("Generated runs (trec_eval semantics through ir-measures)", _fmt(rows))
+    table = format_table(
+        "Generated runs (probrank's own trec_eval 10.0 implementation, "
+        "probrank.evaluation.trec_eval)",
+        _fmt(rows),
+    )
     tests = compare(qrels, runs, ["AP", "nDCG@10"], test="randomization", seed=ctx.seed)
     ctx.results["evaluation"] = {name: dict(row) for name, row in rows.items()}
     figure = ctx.figure_path("evaluation.png")
@@ -39,7 +43,8 @@ def evaluation_section(ctx: DemoContext) -> str:
     quality = ", ".join(f"{k} {v:.2f}" for k, v in ctx.collection.run_quality.items())
     return (
         "## Evaluation\n\n"
-        f"Runs generated with relevant-score means (in exponential scales): {quality}.\n\n"
+        "Runs generated with relevant-score means above the non-relevant tail at rank 100 (in "
+        f"exponential scales): {quality}.\n\n"
         f"```\n{table}\n```\n\n"
         f"Randomisation tests against `{runs[0].name}` (Holm-corrected):\n\n"
         f"```\n{significance}\n```\n\n"
@@ -59,17 +64,44 @@ def fusion_section(ctx: DemoContext) -> str:
         quick=True,
         figure=posterior_figure,
     )
-    mae = out.pop("qlfusion_mae", {}).get("MAE", float("nan"))
-    ctx.results["fusion"] = {**out, "qlfusion_test_mae": mae}
+    mae = out.pop("qlfusion_mae", {})
+    coverage = out.pop("qlfusion_coverage", {})
+    rho = out.pop("qlfusion_spearman", {})
+    ctx.results["fusion"] = {
+        **out,
+        "qlfusion_test_mae": mae,
+        "qlfusion_coverage": coverage,
+        "qlfusion_spearman": rho,
+    }
     table = format_table("Fused runs (5-fold CV over queries for QLFusion)", _fmt(out))
+    quantifiers = format_table(
+        "QLFusion quantifiers on held-out lists",
+        {
+            model: {
+                "MAE": f"{mae[model]:.4f}",
+                "cover 50%": f"{coverage[model]['coverage_50']:.2f}",
+                "cover 90%": f"{coverage[model]['coverage_90']:.2f}",
+                **{f"rho {run}": f"{v:.2f}" for run, v in rho[model].items()},
+            }
+            for model in mae
+        },
+    )
     return (
         "## Rank fusion and QLFusion\n\n"
         "QLFusion predicts, per (query, run), the proportion of relevant documents in the top "
-        "100 with a Bayesian output layer trained by SVI (binomial likelihood), and weights "
-        f"each run's min-max scores by it. Test MAE of the predicted proportion: {mae:.4f}.\n\n"
+        "100 with a Bayesian output layer trained by SVI, and weights each run's min-max "
+        "scores by it; `qlfusion` is the paper's binomial likelihood, "
+        "`qlfusion_beta_binomial` an over-dispersed one (concentration 10). Per quantifier: "
+        "test MAE of the predicted proportion, the share of held-out lists whose true "
+        "proportion lies in its 50% / 90% posterior predictive interval (a relevant count "
+        "drawn from the likelihood per posterior draw, over 100), and the Spearman "
+        "correlation (rho) between predicted and true proportion over each run's held-out "
+        "lists.\n\n"
+        f"```\n{quantifiers}\n```\n\n"
         f"```\n{table}\n```\n\n"
-        "Left: each held-out list's predicted proportion (posterior mean and 90% credible "
-        "interval) against the true one; right: the fused runs.\n\n"
+        "Left: each held-out list's predicted proportion (posterior mean and 90% predictive "
+        "interval of `qlfusion_beta_binomial`) against the true one; right: the fused "
+        "runs.\n\n"
         f"![qlfusion]({posterior_figure.name})\n"
     )
 

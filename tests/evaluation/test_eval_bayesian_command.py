@@ -101,3 +101,20 @@ def test_one_run_and_counts_only_are_one_line_errors(files, capsys):
     assert _eval(files, "--compare", "--bayesian", "-m", "num_ret", "num_rel") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--bayesian models measures in [0, 1]" in err
+
+
+def test_the_likelihood_option_picks_the_model_and_needs_bayesian(files, capsys):
+    # the paired default is the paired t-test's posterior: centred on the observed difference
+    assert _eval(files, "-m", "AP", "--compare", "--bayesian", "--json") == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["bayesian_model"]["likelihood"] == "paired"
+    assert out["bayesian_model"]["method"] == "exact"
+    observed = {r["run"]: r["delta"] for r in out["frequentist"]}
+    for run, entry in out["bayesian"]["AP"].items():
+        assert entry["mean_difference"] == pytest.approx(observed[run], abs=1e-9)
+    options = ["-m", "AP", "--compare", "--bayesian", "--json", "--likelihood", "bootstrap"]
+    assert _eval(files, *options) == 0
+    assert json.loads(capsys.readouterr().out)["bayesian_model"]["likelihood"] == "bootstrap"
+    assert _eval(files, "-m", "AP", "--compare", "--likelihood", "paired") == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "probrank: error: --likelihood: only with --compare --bayesian"

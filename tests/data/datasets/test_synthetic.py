@@ -45,3 +45,23 @@ def test_every_query_has_a_relevant_document():
 def test_bad_sizes():
     with pytest.raises(InputDataError):
         score_distribution_runs(num_docs=10, depth=20)
+
+
+def test_lists_of_a_run_vary_and_their_score_curve_reveals_it():
+    """Manmatha et al. (2001): the share of relevant documents in a list is the mixture weight
+    of its score distribution, so within one run the min-max normalised score curve of the top
+    ``depth`` (QLFusion's input) predicts the list's proportion of relevant documents."""
+    from scipy.stats import spearmanr
+
+    from probrank.fusion.normalize import normalize_scores
+
+    col = score_distribution_runs(num_queries=60, num_docs=1000, depth=100, seed=0)
+    for run in col.runs[:3]:  # the weakest run's shoulder is the least visible
+        area, share = [], []
+        for qid in run:
+            top = run.ranking(qid, 100)
+            judged = col.qrels[qid]
+            area.append(float(np.mean(normalize_scores([s for _, s in top], "minmax"))))
+            share.append(np.mean([judged.get(doc, 0) > 0 for doc, _ in top]))
+        assert np.std(share) > 0.15  # list-level variation within the run
+        assert spearmanr(area, share).statistic > 0.6  # that the score curve reveals

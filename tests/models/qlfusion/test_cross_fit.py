@@ -86,6 +86,22 @@ def test_groups_trained_apart_merge_to_the_same_numbers(collection, cross_fit) -
     merged = model.merge_cross_fit(data, VARIANTS, results)
     for variant in VARIANTS:
         assert torch.equal(merged.predictions[variant], cross_fit.predictions[variant])
+    assert merged.coverage == cross_fit.coverage
+
+
+def test_coverage_is_that_of_the_held_out_predictive_intervals(cross_fit) -> None:
+    """Every neural variant reports the share of test lists inside its 50% / 90% posterior
+    predictive intervals, recomputed here from its own draws and likelihood."""
+    from probrank.models.qlfusion.predictive import interval_coverage, predictive_shares
+
+    assert set(cross_fit.coverage) == {"qlfusion", "qlfusion_det", "qlfusion_lower"}
+    test = cross_fit.data.test
+    trained = cross_fit.quantifiers["qlfusion"]
+    draws = trained.draws(test["x"], "binomial", TINY.posterior_samples, seed=1)
+    shares = predictive_shares(draws, trained.net.likelihoods()[0], TINY.depth, seed=1)
+    expected = interval_coverage(shares, test["counts"] / TINY.depth, test["mask"])
+    assert cross_fit.coverage["qlfusion"] == expected
+    assert 0.0 <= expected["coverage_50"] <= expected["coverage_90"] <= 1.0
 
 
 def test_bad_requests_fail_before_training(collection) -> None:
