@@ -43,7 +43,7 @@ from torch import Tensor
 from probrank.interactive.users import Response, SimulatedUser
 from probrank.models.gpf_ranker.botorch import head_model
 from probrank.models.interactive import InteractiveRanker, InteractiveRankerSettings, WarmStart
-from probrank.nn.heads import FitOptions, build_head
+from probrank.nn.heads import FitSettings, build_head
 from probrank.nn.siamese import SiameseUtilityNet
 
 
@@ -95,7 +95,7 @@ def main() -> None:
     ranker = InteractiveRanker.from_warm_start(WarmStart(net=net), settings)
     head = build_head("gpf", d, hidden=256, num_features=1024, seed=0)
     train = torch.randn(512, d, generator=generator)
-    head.fit(train, (train[:, 0] > 0).float(), FitOptions(epochs=2, batch_size=128))
+    head.fit(train, (train[:, 0] > 0).float(), FitSettings(epochs=2, batch_size=128))
     models: dict[str, Any] = {
         "InteractiveRanker": ranker.botorch_model("q", [str(k) for k in range(n)], features=x),
         "GPFRanker": head_model(head, d, x),

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from probrank.encoders.transformer import TransformerEncoder
-from probrank.nn.heads import FitOptions, HeadKind, build_head
+from probrank.nn.heads import FitSettings, HeadKind, build_head
 
 WORDS = (
     "how do i install the ubuntu kernel driver for my sound card it fails after reboot with an "
@@ -78,7 +78,7 @@ def main() -> None:
     heads = {}
     for kind in HeadKind:
         head = build_head(kind, train_x.shape[1], seed=0)
-        head.fit(train_x, train_y, FitOptions(epochs=2, batch_size=256, seed=0))
+        head.fit(train_x, train_y, FitSettings(epochs=2, batch_size=256, seed=0))
         heads[kind.value] = head
     queries, candidates = _texts(args.pairs, 0), _texts(args.pairs, 1)
 

@@ -38,7 +38,7 @@ from probrank.models.interactive import (
     InteractiveRankerSettings,
     PosteriorKind,
     WarmStart,
-    WarmStartOptions,
+    WarmStartSettings,
 )
 from probrank.nn.siamese import SiameseUtilityNet
 from probrank.posteriors.neural import CandidateSetPosterior
@@ -69,7 +69,7 @@ def _factory(
     return lambda: ranker.preference_model(question.features, seed=0)
 
 
-def _synthetic_warm_start(options: WarmStartOptions) -> WarmStart:
+def _synthetic_warm_start(options: WarmStartSettings) -> WarmStart:
     members = [
         SiameseUtilityNet(WIDTH, options.hidden, dropout=options.dropout, seed=k)
         for k in range(options.ensemble_size)

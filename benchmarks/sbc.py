@@ -51,7 +51,7 @@ from probrank.likelihoods import (
 )
 from probrank.models.qlfusion.network import QLFusionNet
 from probrank.nn.bayesian_linear import BayesianLinear
-from probrank.nn.heads import DeepEnsembleHead, FitOptions, MCDropoutHead
+from probrank.nn.heads import DeepEnsembleHead, FitSettings, MCDropoutHead
 from probrank.nn.rff_gp import RFFGaussianProcess
 from probrank.posteriors.bradley_terry import BradleyTerryLaplace
 
@@ -381,7 +381,7 @@ def mc_dropout(size: Size, seed: int) -> SBCResult:
         head = MCDropoutHead(
             WIDTH, hidden=16, num_samples=size.draws, prediction_seed=fit_seed, seed=fit_seed
         )
-        head.fit(x[:TRAIN], y, FitOptions(epochs=20, batch_size=50, lr=2e-2, seed=fit_seed))
+        head.fit(x[:TRAIN], y, FitSettings(epochs=20, batch_size=50, lr=2e-2, seed=fit_seed))
         return head.sample_logits(x[TRAIN:])
 
     names = ["f(x0)", "f(x1)", "f(x2)"]
@@ -401,7 +401,7 @@ def ensemble(size: Size, seed: int) -> SBCResult:
     def fit(data: Any, fit_seed: int) -> torch.Tensor:
         x, y = data
         head = DeepEnsembleHead(WIDTH, num_members=5, hidden=16, seed=fit_seed)
-        head.fit(x[:TRAIN], y, FitOptions(epochs=20, batch_size=50, lr=2e-2, seed=fit_seed))
+        head.fit(x[:TRAIN], y, FitSettings(epochs=20, batch_size=50, lr=2e-2, seed=fit_seed))
         return head.sample_logits(x[TRAIN:]).detach()
 
     names = ["f(x0)", "f(x1)", "f(x2)"]

@@ -13,8 +13,8 @@ import sys
 import pytest
 
 import probrank.cli as cli
-from probrank.cli._parsing import threads_before_parsing
 from probrank.cli import COMMANDS, main
+from probrank.cli._parsing import threads_before_parsing
 
 EVAL = ("eval", "q", "r")
 
@@ -109,12 +109,12 @@ def _choices(command: str, option: str) -> list[str]:
 
 
 def test_choices_come_from_the_registries() -> None:
-    from probrank.experiments.fuse import fuse_methods
     from probrank.acquisition.select import Strategy
     from probrank.data.datasets import dataset_names
     from probrank.data.trec import OnDuplicate
     from probrank.demo.context import DemoSection
     from probrank.evaluation.significance_kinds import Correction, SignificanceTest
+    from probrank.experiments.fuse import fuse_methods
     from probrank.fusion.normalize import Normalization
     from probrank.models.interactive.settings import PosteriorKind
 

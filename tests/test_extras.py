@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from probrank.cli._parsing import describe_error
 from probrank._extras import require
+from probrank.cli._parsing import describe_error
 from probrank.exceptions import MissingExtraError, ProbrankError
 
 ROOT = Path(__file__).resolve().parents[1]

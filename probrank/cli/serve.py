@@ -94,10 +94,10 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     """Serve until interrupted."""
-    from probrank.serve.server import ServeOptions, serve
+    from probrank.serve.server import ServeSettings, serve
 
     serve(
-        ServeOptions(
+        ServeSettings(
             data=args.data,
             topics=args.topics,
             run=args.run,

@@ -23,7 +23,7 @@ from probrank._files import save_figure
 from probrank.evaluation.calibration import expected_calibration_error, negative_log_likelihood
 from probrank.evaluation.calibration_plots import reliability_figure
 from probrank.models.gpf_ranker.selection import Family, restore, select, train_checkpoints
-from probrank.nn.heads import FitOptions
+from probrank.nn.heads import FitSettings
 
 __all__ = ["demo_section"]
 
@@ -69,7 +69,7 @@ def demo_section(output_dir: str | Path, seed: int = 0, quick: bool = True) -> t
     data = _data(800 if quick else 4000, dim, generator)
     x_train, y_train = data["train"]
     x_val, y_val = data["validation"]
-    fit = FitOptions(batch_size=100, lr=1e-2, seed=seed)
+    fit = FitSettings(batch_size=100, lr=1e-2, seed=seed)
     epochs = [5, 10, 20] if quick else [5, 10, 20, 40]
     setups: dict[str, list[dict[str, Any]]] = {
         "deterministic": [{"hidden": 32, "seed": seed}],

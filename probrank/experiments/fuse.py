@@ -35,7 +35,7 @@ from probrank.evaluation.selection import top_runs as select_top_runs
 from probrank.exceptions import InputDataError
 from probrank.fusion.crossval import cross_validated_fusion
 from probrank.fusion.fuse import NEEDS_WEIGHTS, FusionMethod, fuse
-from probrank.fusion.learned import FuserOptions, LearnedMethod, make_fuser
+from probrank.fusion.learned import FuserSettings, LearnedMethod, make_fuser
 from probrank.fusion.normalize import ScoreOverflowError, normalize_lists, top_documents
 from probrank.fusion.optimize import DEFAULT_BUDGET, Optimiser
 from probrank.models.qlfusion import VARIANTS, Inputs, LearnedFusion, QLFusion, QLFusionSettings
@@ -122,7 +122,7 @@ def fuse_command(
         raise InputDataError(f"method must be one of {choices}, got {method!r}")
     learned = method in {m.value for m in LearnedFusion}
     trained = method in {m.value for m in LearnedMethod}
-    options = FuserOptions(depth=depth, norm=norm, optimiser=optimiser, budget=budget, seed=seed)
+    options = FuserSettings(depth=depth, norm=norm, optimiser=optimiser, budget=budget, seed=seed)
     if trained:
         make_fuser(method, options)  # bad options fail now, before any file is read
     if not run_paths:

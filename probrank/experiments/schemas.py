@@ -9,31 +9,34 @@ equal): add a protocol by adding one entry to each.
 
 from __future__ import annotations
 
-from probrank.experiments.cascade.config import CascadeConfig
-from probrank.experiments.gpf.config import GPFFinetuneConfig, GPFRankerConfig
-from probrank.experiments.gpf.top_layers_config import GPFTopLayersConfig
-from probrank.experiments.interactive.config import InteractiveConfig
-from probrank.experiments.mediqa.config import MediqaMultitaskConfig
+from probrank.experiments.cascade.config import CascadeExperimentSettings
+from probrank.experiments.gpf.config import (
+    GPFFinetuneExperimentSettings,
+    GPFRankerExperimentSettings,
+)
+from probrank.experiments.gpf.top_layers_config import GPFTopLayersExperimentSettings
+from probrank.experiments.interactive.config import InteractiveExperimentSettings
+from probrank.experiments.mediqa.config import MediqaMultitaskExperimentSettings
 from probrank.experiments.qlfusion_cv.config import QLFusionConfig
 
 __all__ = [
     "SCHEMAS",
-    "CascadeConfig",
-    "GPFFinetuneConfig",
-    "GPFRankerConfig",
-    "GPFTopLayersConfig",
-    "InteractiveConfig",
-    "MediqaMultitaskConfig",
+    "CascadeExperimentSettings",
+    "GPFFinetuneExperimentSettings",
+    "GPFRankerExperimentSettings",
+    "GPFTopLayersExperimentSettings",
+    "InteractiveExperimentSettings",
+    "MediqaMultitaskExperimentSettings",
     "QLFusionConfig",
 ]
 
 SCHEMAS: dict[str, type] = {
     "qlfusion_cv": QLFusionConfig,
-    "gpf_ranker": GPFRankerConfig,
-    "gpf_finetune": GPFFinetuneConfig,
-    "gpf_top_layers": GPFTopLayersConfig,
-    "mediqa_multitask": MediqaMultitaskConfig,
-    "interactive": InteractiveConfig,
-    "cascade": CascadeConfig,
+    "gpf_ranker": GPFRankerExperimentSettings,
+    "gpf_finetune": GPFFinetuneExperimentSettings,
+    "gpf_top_layers": GPFTopLayersExperimentSettings,
+    "mediqa_multitask": MediqaMultitaskExperimentSettings,
+    "interactive": InteractiveExperimentSettings,
+    "cascade": CascadeExperimentSettings,
 }
 """The schema of each protocol of :data:`probrank.experiments.PROTOCOLS`."""

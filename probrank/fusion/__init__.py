@@ -11,7 +11,7 @@ from probrank.fusion.bayesfuse import BayesFuse
 from probrank.fusion.comb import Weights, comb_max, comb_mnz, comb_sum
 from probrank.fusion.crossval import CrossValidatedFusion, cross_validated_fusion
 from probrank.fusion.fuse import NEEDS_WEIGHTS, FusionMethod, fuse
-from probrank.fusion.learned import FuserOptions, LearnedMethod, make_fuser
+from probrank.fusion.learned import FuserSettings, LearnedMethod, make_fuser
 from probrank.fusion.mapfuse import MAPFuse
 from probrank.fusion.meta import (
     ScoreMixture,
@@ -52,7 +52,7 @@ __all__ = [
     "NEEDS_WEIGHTS",
     "BayesFuse",
     "CrossValidatedFusion",
-    "FuserOptions",
+    "FuserSettings",
     "FusionMethod",
     "FusionObjective",
     "LearnedMethod",

@@ -2,7 +2,7 @@
 
 ``make_fuser(method, options)`` builds an unfitted
 :class:`~probrank.fusion.trained.TrainedFusion` from a :class:`LearnedMethod` and one
-:class:`FuserOptions` (each method takes the options that concern it), so that the command
+:class:`FuserSettings` (each method takes the options that concern it), so that the command
 line and the cross-validation (:mod:`probrank.fusion.crossval`) treat every method alike.
 """
 
@@ -24,7 +24,7 @@ from probrank.fusion.segfuse import SegFuse
 from probrank.fusion.slidefuse import DEFAULT_WINDOW, SlideFuse
 from probrank.fusion.trained import TrainedFusion
 
-__all__ = ["FuserOptions", "LearnedMethod", "make_fuser"]
+__all__ = ["FuserSettings", "LearnedMethod", "make_fuser"]
 
 
 class LearnedMethod(str, Enum):
@@ -51,7 +51,7 @@ class LearnedMethod(str, Enum):
 
 
 @dataclass(frozen=True)
-class FuserOptions:
+class FuserSettings:
     """Options of :func:`make_fuser`; each method uses those that concern it.
 
     Attributes:
@@ -79,32 +79,32 @@ class FuserOptions:
     seed: int = 0
 
 
-def _probfuse(o: FuserOptions) -> TrainedFusion:
+def _probfuse(o: FuserSettings) -> TrainedFusion:
     return ProbFuse(o.segments, depth=o.depth, relevance_level=o.relevance_level)
 
 
-def _segfuse(o: FuserOptions) -> TrainedFusion:
+def _segfuse(o: FuserSettings) -> TrainedFusion:
     return SegFuse(o.norm, depth=o.depth, relevance_level=o.relevance_level)
 
 
-def _slidefuse(o: FuserOptions) -> TrainedFusion:
+def _slidefuse(o: FuserSettings) -> TrainedFusion:
     return SlideFuse(o.window, depth=o.depth, relevance_level=o.relevance_level)
 
 
-def _posfuse(o: FuserOptions) -> TrainedFusion:
+def _posfuse(o: FuserSettings) -> TrainedFusion:
     return PosFuse(depth=o.depth, relevance_level=o.relevance_level)
 
 
-def _bayesfuse(o: FuserOptions) -> TrainedFusion:
+def _bayesfuse(o: FuserSettings) -> TrainedFusion:
     return BayesFuse(depth=o.depth, relevance_level=o.relevance_level)
 
 
-def _mapfuse(o: FuserOptions) -> TrainedFusion:
+def _mapfuse(o: FuserSettings) -> TrainedFusion:
     return MAPFuse(depth=o.depth, relevance_level=o.relevance_level)
 
 
-def _weighted(rule: str) -> Callable[[FuserOptions], TrainedFusion]:
-    def build(o: FuserOptions) -> TrainedFusion:
+def _weighted(rule: str) -> Callable[[FuserSettings], TrainedFusion]:
+    def build(o: FuserSettings) -> TrainedFusion:
         from probrank.fusion.learned_weights import LearnedWeights  # imports torch
 
         return LearnedWeights(
@@ -121,7 +121,7 @@ def _weighted(rule: str) -> Callable[[FuserOptions], TrainedFusion]:
     return build
 
 
-_FACTORIES: dict[LearnedMethod, Callable[[FuserOptions], TrainedFusion]] = {
+_FACTORIES: dict[LearnedMethod, Callable[[FuserSettings], TrainedFusion]] = {
     LearnedMethod.PROBFUSE: _probfuse,
     LearnedMethod.SEGFUSE: _segfuse,
     LearnedMethod.SLIDEFUSE: _slidefuse,
@@ -134,10 +134,10 @@ _FACTORIES: dict[LearnedMethod, Callable[[FuserOptions], TrainedFusion]] = {
 }
 
 
-def make_fuser(method: LearnedMethod | str, options: FuserOptions | None = None) -> TrainedFusion:
+def make_fuser(method: LearnedMethod | str, options: FuserSettings | None = None) -> TrainedFusion:
     """An unfitted fuser of ``method`` built with ``options``.
 
     Raises:
         InputDataError: an unknown method or a bad option.
     """
-    return _FACTORIES[parse_enum(LearnedMethod, method, "method")](options or FuserOptions())
+    return _FACTORIES[parse_enum(LearnedMethod, method, "method")](options or FuserSettings())

@@ -48,7 +48,7 @@ _PROBABILITY_EPS = 1e-7
 __all__ = [
     "POINT_MASS_VARIANCE",
     "DeepEnsembleHead",
-    "FitOptions",
+    "FitSettings",
     "GPFHead",
     "HeadKind",
     "MCDropoutHead",
@@ -67,7 +67,7 @@ class RelevanceHead(Protocol):
         self,
         features: Tensor,
         labels: Tensor,
-        options: FitOptions = ...,
+        options: FitSettings = ...,
         on_epoch_end: EpochCallback | None = ...,
     ) -> list[float]: ...
 
@@ -83,7 +83,7 @@ class RelevanceHead(Protocol):
 
 
 @dataclass(frozen=True)
-class FitOptions:
+class FitSettings:
     """Training settings shared by the heads.
 
     Attributes:
@@ -151,7 +151,7 @@ class MLPHead(nn.Module):
         """`... x d` -> `...` logits."""
         return self.out(self.body(features)).squeeze(-1)
 
-    def trainer(self, features: Tensor, labels: Tensor, options: FitOptions) -> HeadTrainer:
+    def trainer(self, features: Tensor, labels: Tensor, options: FitSettings) -> HeadTrainer:
         """A :class:`HeadTrainer` of this head (one epoch per ``run_epoch``)."""
         return HeadTrainer(
             self,
@@ -168,7 +168,7 @@ class MLPHead(nn.Module):
         self,
         features: Tensor,
         labels: Tensor,
-        options: FitOptions = FitOptions(),
+        options: FitSettings = FitSettings(),
         on_epoch_end: EpochCallback | None = None,
     ) -> list[float]:
         """Train on `n x d` features and `n` labels; returns the loss per epoch.
@@ -300,7 +300,7 @@ class DeepEnsembleHead(nn.Module):
         self,
         features: Tensor,
         labels: Tensor,
-        options: FitOptions = FitOptions(),
+        options: FitSettings = FitSettings(),
         on_epoch_end: EpochCallback | None = None,
     ) -> list[float]:
         """Train member ``m`` with seed ``options.seed + m``; returns the members' mean loss.
@@ -447,7 +447,7 @@ class SNGPHead(nn.Module):
         self,
         features: Tensor,
         labels: Tensor,
-        options: FitOptions = FitOptions(),
+        options: FitSettings = FitSettings(),
         on_epoch_end: EpochCallback | None = None,
     ) -> list[float]:
         """MAP training (loss + prior penalty / n), then the Laplace precision.

@@ -20,7 +20,7 @@ Weight decay is the Gaussian prior: minimising ``mean loss + (lambda / 2) |theta
 is MAP estimation under ``theta ~ N(theta0, I / (N lambda))`` for ``N`` training pairs whose
 loss is read as a negative log likelihood. ``theta0 = 0`` for the warm start; the incremental
 update after a judgement centres the prior at the warm-start weights instead
-(:class:`PairFitOptions` ``anchor``), so a handful of judgements cannot drag the network far from
+(:class:`PairFitSettings` ``anchor``), so a handful of judgements cannot drag the network far from
 what it learnt on MEDIQA.
 """
 
@@ -41,8 +41,8 @@ from probrank.nn.training import Direction, EarlyStopping
 
 __all__ = [
     "Activation",
-    "PairFitOptions",
     "PairFitResult",
+    "PairFitSettings",
     "SiameseUtilityNet",
     "UtilityHead",
     "UtilityPrefix",
@@ -312,7 +312,7 @@ def pairwise_accuracy(utilities: Tensor, pairs: Tensor) -> float:
 
 
 @dataclass(frozen=True)
-class PairFitOptions:
+class PairFitSettings:
     """SGD-with-momentum settings for :func:`fit_pairs`.
 
     Attributes:
@@ -344,7 +344,7 @@ class PairFitOptions:
     train_mode: bool = True
     seed: int = 0
 
-    def with_seed(self, seed: int) -> PairFitOptions:
+    def with_seed(self, seed: int) -> PairFitSettings:
         """A copy with another seed."""
         return replace(self, seed=seed)
 
@@ -379,7 +379,7 @@ def fit_pairs(
     net: nn.Module,
     features: Tensor,
     pairs: Tensor,
-    options: PairFitOptions = PairFitOptions(),
+    options: PairFitSettings = PairFitSettings(),
     validate: Callable[[nn.Module], float] | None = None,
     on_epoch_end: Callable[[nn.Module, int], None] | None = None,
     utilities: Callable[[nn.Module, Tensor], Tensor] | None = None,

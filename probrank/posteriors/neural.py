@@ -38,7 +38,7 @@ from gpytorch.distributions import MultivariateNormal
 from torch import Tensor
 
 from probrank.exceptions import InputDataError
-from probrank.nn.siamese import PairFitOptions, SiameseUtilityNet, fit_pairs
+from probrank.nn.siamese import PairFitSettings, SiameseUtilityNet, fit_pairs
 from probrank.posteriors.base import CandidateSetPosterior, check_candidate_features
 from probrank.posteriors.candidate import jittered_sample_mvn
 
@@ -91,9 +91,9 @@ class IncrementalUpdate:
             raise InputDataError(f"update layers must be in [0, {total}], got {self.layers}")
         return self.layers or total
 
-    def options(self, judgements: int, member: int = 0) -> PairFitOptions:
-        """The :class:`~probrank.nn.siamese.PairFitOptions` of the update after ``judgements``."""
-        return PairFitOptions(
+    def options(self, judgements: int, member: int = 0) -> PairFitSettings:
+        """The :class:`~probrank.nn.siamese.PairFitSettings` of the update after ``judgements``."""
+        return PairFitSettings(
             epochs=self.max_epochs,
             batch_size=self.batch_size,
             lr=self.lr,

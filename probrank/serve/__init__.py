@@ -40,7 +40,7 @@ __all__ = [
     "Project",
     "Ranking",
     "RoundState",
-    "ServeOptions",
+    "ServeSettings",
     "Submission",
     "create_app",
     "serve",
@@ -49,7 +49,7 @@ __all__ = [
 _WHERE = {
     "DEFAULT_DB": "server",
     "DEFAULT_PORT": "server",
-    "ServeOptions": "server",
+    "ServeSettings": "server",
     "serve": "server",
     "AnnotatorRegistry": "annotators",
     "Choice": "store",

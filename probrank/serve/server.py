@@ -42,7 +42,7 @@ __all__ = [
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_PORT",
     "HEADER_TIMEOUT",
-    "ServeOptions",
+    "ServeSettings",
     "bind",
     "serve",
     "url_of",
@@ -63,7 +63,7 @@ KEEP_ALIVE = 5
 
 
 @dataclass(frozen=True)
-class ServeOptions:
+class ServeSettings:
     """What ``probrank serve`` was asked for.
 
     Attributes:
@@ -182,7 +182,7 @@ def _read_instructions(path: str) -> str:
         raise InputDataError(f"cannot be read as UTF-8 text ({exc})", path=path) from None
 
 
-def _questions(options: ServeOptions) -> tuple[list[Any], str]:
+def _questions(options: ServeSettings) -> tuple[list[Any], str]:
     from probrank.serve.sources import load_questions, load_trec_questions
 
     trec = (options.topics, options.run, options.documents)
@@ -195,7 +195,7 @@ def _questions(options: ServeOptions) -> tuple[list[Any], str]:
     return load_questions(options.data or "liveqa-med")
 
 
-def serve(options: ServeOptions, *, out: TextIO | None = None) -> None:
+def serve(options: ServeSettings, *, out: TextIO | None = None) -> None:
     """Run the judging server until interrupted.
 
     Args:

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probrank.experiments.fuse import FUSED_MEASURES, fuse_command
 from probrank.data import Qrels, Run
 from probrank.evaluation import evaluate
 from probrank.evaluation.trec_eval.reference import parse_output, run_reference
+from probrank.experiments.fuse import FUSED_MEASURES, fuse_command
 
 METHODS = [("combsum", "minmax"), ("combmnz", "zscore"), ("rrf", "minmax"), ("combmax", "sum")]
 TREC_NAMES = {

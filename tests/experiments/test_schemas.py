@@ -209,7 +209,7 @@ def test_schemas_list_the_keys_the_code_reads() -> None:
 
     set_elsewhere = {"depth", "seed", "progress"}  # [protocol] depth, --seeds, --quiet
     assert _field_names(Quantifier) == _field_names(QLFusionSettings) - set_elsewhere
-    option_tables = {f.name for f in dataclasses.fields(s.InteractiveConfig)}
+    option_tables = {f.name for f in dataclasses.fields(s.InteractiveExperimentSettings)}
     assert set(OPTION_TABLES) <= option_tables
 
     def params(kind: type) -> set[str]:

@@ -12,7 +12,7 @@ from probrank.data import Qrels, Run
 from probrank.exceptions import InputDataError
 from probrank.fusion import (
     BayesFuse,
-    FuserOptions,
+    FuserSettings,
     LearnedMethod,
     MAPFuse,
     PosFuse,
@@ -140,7 +140,7 @@ POSITIONAL = [m for m in LearnedMethod if m.value not in ("wsum", "wmnz", "wrrf"
 @pytest.mark.parametrize("method", POSITIONAL)
 def test_fit_returns_self_and_fuse_ignores_run_order(method: LearnedMethod) -> None:
     runs, qrels = _three_runs()
-    model = make_fuser(method, FuserOptions(depth=20, segments=5, window=2))
+    model = make_fuser(method, FuserSettings(depth=20, segments=5, window=2))
     assert model.fit(runs, qrels) is model
     assert model.training_topics == ("1", "2", "3")  # topic 4 is not judged
     forward = model.fuse(runs).as_dict()
@@ -155,8 +155,8 @@ def test_fit_returns_self_and_fuse_ignores_run_order(method: LearnedMethod) -> N
 @pytest.mark.parametrize("method", POSITIONAL)
 def test_params_round_trip(method: LearnedMethod) -> None:
     runs, qrels = _three_runs()
-    model = make_fuser(method, FuserOptions(depth=20)).fit(runs, qrels)
-    copy = make_fuser(method, FuserOptions(depth=20)).set_params(model.params)  # type: ignore[attr-defined]
+    model = make_fuser(method, FuserSettings(depth=20)).fit(runs, qrels)
+    copy = make_fuser(method, FuserSettings(depth=20)).set_params(model.params)  # type: ignore[attr-defined]
     assert copy.fuse(runs).as_dict() == model.fuse(runs).as_dict()
 
 

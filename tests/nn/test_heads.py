@@ -7,7 +7,7 @@ from probrank.exceptions import InputDataError
 from probrank.nn.heads import (
     POINT_MASS_VARIANCE,
     DeepEnsembleHead,
-    FitOptions,
+    FitSettings,
     GPFHead,
     HeadKind,
     MCDropoutHead,
@@ -28,7 +28,7 @@ def _toy(n: int = 400) -> tuple[torch.Tensor, torch.Tensor]:
 def test_every_head_learns_and_gives_probabilities_and_posteriors(kind: HeadKind) -> None:
     x, y = _toy()
     head = build_head(kind, 6, hidden=32, **({"num_features": 256} if "g" in kind.value else {}))
-    history = head.fit(x, y, FitOptions(epochs=8, batch_size=100, lr=5e-3, seed=1))
+    history = head.fit(x, y, FitSettings(epochs=8, batch_size=100, lr=5e-3, seed=1))
     assert history[-1] < history[0]
     test_x, test_y = _toy(300)
     p = head.predict_proba(test_x)
@@ -42,7 +42,7 @@ def test_every_head_learns_and_gives_probabilities_and_posteriors(kind: HeadKind
 def test_mc_dropout_is_reproducible_and_stochastic() -> None:
     x, y = _toy()
     head = MCDropoutHead(6, hidden=16, dropout=0.3, num_samples=10)
-    head.fit(x, y, FitOptions(epochs=2))
+    head.fit(x, y, FitSettings(epochs=2))
     samples = head.sample_logits(x[:5])
     assert samples.shape == (10, 5)
     assert samples.std(0).min() > 0
@@ -52,7 +52,7 @@ def test_mc_dropout_is_reproducible_and_stochastic() -> None:
 def test_ensemble_members_differ_and_prediction_averages_them() -> None:
     x, y = _toy()
     head = DeepEnsembleHead(6, num_members=5, hidden=16)
-    head.fit(x, y, FitOptions(epochs=2))
+    head.fit(x, y, FitSettings(epochs=2))
     logits = head.sample_logits(x[:4])
     assert logits.shape == (5, 4) and logits.std(0).min() > 0
     torch.testing.assert_close(
@@ -69,7 +69,7 @@ def test_gpf_is_sngp_with_focal_loss() -> None:
 def test_sngp_probability_is_the_mean_field_of_its_predictive() -> None:
     x, y = _toy()
     head = SNGPHead(6, hidden=16, num_features=128).double()
-    head.fit(x.double(), y.double(), FitOptions(epochs=3))
+    head.fit(x.double(), y.double(), FitSettings(epochs=3))
     mean, var = head.predictive(x[:8].double())
     expected = torch.sigmoid(mean / torch.sqrt(1 + torch.pi / 8 * var))
     torch.testing.assert_close(head.predict_proba(x[:8].double()), expected, rtol=1e-12, atol=0)
@@ -79,7 +79,7 @@ def test_sngp_probability_is_the_mean_field_of_its_predictive() -> None:
 @pytest.mark.parametrize("form", ["corrected", "paper"])
 def test_momentum_precision_with_the_default_momentum(form: str) -> None:
     x, y = _toy(800)
-    options = FitOptions(epochs=4, batch_size=50, lr=1e-3)
+    options = FitSettings(epochs=4, batch_size=50, lr=1e-3)
     head = SNGPHead(6, hidden=16, num_features=64, precision_update="momentum", momentum_form=form)
     head = head.double()
     assert head.momentum == 0.999
@@ -112,7 +112,7 @@ def test_probability_is_the_calibrated_mean_field_of_logit_predictive(kind: Head
     x, y = _toy(200)
     options = {"num_features": 64} if kind.value in ("sngp", "gpf") else {}
     head = build_head(kind, 6, hidden=8, **options)
-    head.fit(x, y, FitOptions(epochs=2, batch_size=50))
+    head.fit(x, y, FitSettings(epochs=2, batch_size=50))
     mean, variance = head.logit_predictive(x[:20])
     factor = 0.7
     if hasattr(head, "mean_field_factor"):
@@ -129,7 +129,7 @@ def test_deterministic_posterior_can_be_sampled_by_botorch() -> None:
 
     x, y = _toy(200)
     head = build_head("deterministic", 6, hidden=8)
-    head.fit(x, y, FitOptions(epochs=1))
+    head.fit(x, y, FitSettings(epochs=1))
     mvn = head.posterior(x[:12].reshape(3, 4, 6))
     draws = GPyTorchPosterior(mvn).rsample(torch.Size([5]))
     assert draws.shape == (5, 3, 4, 1)
@@ -144,14 +144,14 @@ def test_deterministic_posterior_can_be_sampled_by_botorch() -> None:
 
 def test_ensemble_trained_in_lockstep_equals_members_trained_alone() -> None:
     x, y = _toy(300)
-    options = FitOptions(epochs=3, batch_size=64, seed=4)
+    options = FitSettings(epochs=3, batch_size=64, seed=4)
     ensemble = DeepEnsembleHead(6, num_members=2, hidden=8, dropout=0.2, seed=1)
     epochs_seen: list[int] = []
     ensemble.fit(x, y, options, on_epoch_end=epochs_seen.append)
     assert epochs_seen == [1, 2, 3]
     for m, member in enumerate(ensemble.members):
         alone = MLPHead(6, hidden=8, dropout=0.2, seed=1 + m)
-        alone.fit(x, y, FitOptions(epochs=3, batch_size=64, seed=4 + m))
+        alone.fit(x, y, FitSettings(epochs=3, batch_size=64, seed=4 + m))
         for a, b in zip(alone.parameters(), member.parameters(), strict=True):
             torch.testing.assert_close(a, b, rtol=0, atol=0)
 

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from probrank.exceptions import InputDataError
-from probrank.nn.heads import FitOptions, MCDropoutHead
+from probrank.nn.heads import FitSettings, MCDropoutHead
 from probrank.nn.mc_dropout import dropout_masks, dropout_widths, forward_with_masks
 from probrank.nn.siamese import SiameseUtilityNet
 from probrank.posteriors.neural import dropout_passes
@@ -62,7 +62,7 @@ def test_a_pass_restricted_to_rows_equals_the_pass_over_those_rows_alone() -> No
 def _head() -> MCDropoutHead:
     x = torch.randn(80, 5, dtype=torch.float64)
     head = MCDropoutHead(5, hidden=16, dropout=0.3, num_samples=30, prediction_seed=2).double()
-    head.fit(x, (x[:, 0] > 0).double(), FitOptions(epochs=2, batch_size=16))
+    head.fit(x, (x[:, 0] > 0).double(), FitSettings(epochs=2, batch_size=16))
     return head
 
 

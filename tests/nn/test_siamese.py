@@ -7,7 +7,7 @@ import torch
 
 from probrank.exceptions import InputDataError
 from probrank.nn.siamese import (
-    PairFitOptions,
+    PairFitSettings,
     SiameseUtilityNet,
     fit_pairs,
     graded_pairs,
@@ -99,7 +99,7 @@ def test_warm_start_learns_a_tiny_synthetic_ranking() -> None:
     net = SiameseUtilityNet(8, (16, 4), dropout=0.0, seed=0).double()
     with torch.no_grad():
         before = pairwise_accuracy(net(x), held_out)
-    options = PairFitOptions(epochs=15, batch_size=32, lr=0.05, weight_decay=1e-4, seed=0)
+    options = PairFitSettings(epochs=15, batch_size=32, lr=0.05, weight_decay=1e-4, seed=0)
     result = fit_pairs(net, x, train, options)
     with torch.no_grad():
         after = pairwise_accuracy(net(x), held_out)
@@ -115,7 +115,7 @@ def test_fit_is_deterministic_and_leaves_the_global_rng_alone() -> None:
     for _ in range(2):
         torch.manual_seed(123)
         net = SiameseUtilityNet(8, (16, 4), dropout=0.3, seed=5).double()
-        fit_pairs(net, x, pairs, PairFitOptions(epochs=3, seed=9))
+        fit_pairs(net, x, pairs, PairFitSettings(epochs=3, seed=9))
         states.append(net.state_dict())
         assert torch.equal(torch.rand(1), expected_next)
     for key in states[0]:
@@ -137,7 +137,7 @@ def test_prior_penalty_pulls_towards_the_anchor_in_closed_form() -> None:
     pairs = torch.tensor([[0, 1]])
     with torch.no_grad():
         margin = float(net(x)[0] - net(x)[1]) / 2
-    options = PairFitOptions(
+    options = PairFitSettings(
         epochs=1, lr=0.1, momentum=0.0, weight_decay=0.5, margin=margin, anchor=anchor
     )
     fit_pairs(net, x, pairs, options)
@@ -153,7 +153,7 @@ def test_early_stop_when_every_margin_is_met() -> None:
     order = torch.argsort(scores, descending=True)
     pairs = torch.stack([order[:5], order[-5:]], dim=1)  # already ranked far apart
     before = {k: v.detach().clone() for k, v in net.named_parameters()}
-    result = fit_pairs(net, x, pairs, PairFitOptions(epochs=4, stop_at_zero_loss=True, margin=0.0))
+    result = fit_pairs(net, x, pairs, PairFitSettings(epochs=4, stop_at_zero_loss=True, margin=0.0))
     assert result.losses == []
     for name, value in net.named_parameters():
         assert torch.equal(value, before[name])

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from probrank.inference.swag import SWAGCollector
-from probrank.nn.siamese import PairFitOptions, SiameseUtilityNet, fit_pairs, graded_pairs
+from probrank.nn.siamese import PairFitSettings, SiameseUtilityNet, fit_pairs, graded_pairs
 from probrank.posteriors.gppl import GPPLPosterior, cosine_prior_mean
 from probrank.posteriors.laplace import LastLayerLaplacePosterior
 from probrank.posteriors.neural import (
@@ -38,7 +38,7 @@ def trained(seed: int, swag: SWAGCollector | None = None) -> SiameseUtilityNet:
     pairs = graded_pairs([truth[k : k + 6].round().tolist() for k in range(0, 60, 6)])
     net = SiameseUtilityNet(4 * H, (16, 4), dropout=0.2, activation="tanh", seed=seed).double()
     hook = None if swag is None else (lambda m, e: swag.collect(swag_parameters(m, 2)))
-    fit_pairs(net, x, pairs, PairFitOptions(epochs=6, lr=0.05, seed=seed), on_epoch_end=hook)
+    fit_pairs(net, x, pairs, PairFitSettings(epochs=6, lr=0.05, seed=seed), on_epoch_end=hook)
     return net
 
 

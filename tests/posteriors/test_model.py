@@ -12,7 +12,7 @@ from botorch.posteriors.gpytorch import GPyTorchPosterior
 from linear_operator.operators import RootLinearOperator
 
 from probrank.exceptions import InputDataError
-from probrank.nn.heads import DeepEnsembleHead, FitOptions, MCDropoutHead, SNGPHead
+from probrank.nn.heads import DeepEnsembleHead, FitSettings, MCDropoutHead, SNGPHead
 from probrank.posteriors import UtilityModel, sample_mvn
 
 
@@ -21,7 +21,7 @@ def sngp() -> SNGPHead:
     x = torch.randn(200, 4, dtype=torch.float64)
     y = (x[:, 0] > 0).double()
     head = SNGPHead(4, hidden=16, num_features=64, seed=0).double()
-    head.fit(x, y, FitOptions(epochs=3, batch_size=50))
+    head.fit(x, y, FitSettings(epochs=3, batch_size=50))
     return head
 
 
@@ -68,7 +68,7 @@ def test_sample_based_posteriors_match_sample_moments() -> None:
     x = torch.randn(100, 3)
     y = (x[:, 0] > 0).float()
     for head in (MCDropoutHead(3, hidden=8, dropout=0.3), DeepEnsembleHead(3, hidden=8)):
-        head.fit(x, y, FitOptions(epochs=2))
+        head.fit(x, y, FitSettings(epochs=2))
         post = UtilityModel(head).posterior(torch.randn(2, 4, 3))
         assert post.mean.shape == (2, 4, 1)
         assert torch.all(post.variance > 0)
@@ -88,7 +88,7 @@ def test_float64_inputs_on_a_float32_head(head_class: type) -> None:
     # and an acquisition function's ``.to(X)`` converted the caller's head to float64.
     x = torch.randn(100, 4)
     head = head_class(4, hidden=8)
-    head.fit(x, (x[:, 0] > 0).float(), FitOptions(epochs=2))
+    head.fit(x, (x[:, 0] > 0).float(), FitSettings(epochs=2))
     model = UtilityModel(head)
     X = torch.randn(3, 2, 4, dtype=torch.float64)
     post = model.posterior(X)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from probrank.nn.heads import FitOptions, SNGPHead
+from probrank.nn.heads import FitSettings, SNGPHead
 from probrank.posteriors import (
     BradleyTerryLaplace,
     CandidateSetPosterior,
@@ -93,7 +93,7 @@ def test_last_layer_laplace_conditions_exactly(nets) -> None:  # type: ignore[no
 def test_utility_model_on_a_head_conditions_in_closed_form() -> None:
     x = torch.randn(60, 4, dtype=F64)
     head = SNGPHead(4, hidden=8, num_features=32, seed=0).double()
-    head.fit(x, (x[:, 0] > 0).double(), FitOptions(epochs=2, batch_size=20))
+    head.fit(x, (x[:, 0] > 0).double(), FitSettings(epochs=2, batch_size=20))
     points = x[:5]
     comparisons = torch.tensor([[0, 1], [3, 2]])
     conditioned = UtilityModel(head).condition_on_observations(points, comparisons)

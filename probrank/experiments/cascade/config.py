@@ -22,7 +22,7 @@ from probrank.retrieval.analysis import Stemmer, StopWords
 from probrank.retrieval.bm25 import BM25Method
 from probrank.retrieval.risk import RankingCriterion
 
-__all__ = ["CascadeConfig"]
+__all__ = ["CascadeExperimentSettings"]
 
 _COLLECTIONS = ("vaswani", "liveqa_medquad")  # probrank.experiments.cascade.collections
 
@@ -115,7 +115,7 @@ class CascadeEvaluation:
 
 
 @dataclass(frozen=True)
-class CascadeConfig:
+class CascadeExperimentSettings:
     """A ``cascade`` config."""
 
     experiment: QuietExperiment

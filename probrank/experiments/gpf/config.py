@@ -23,7 +23,7 @@ from probrank.experiments.tables import (
 )
 from probrank.models.gpf_ranker import LossKind, MomentumForm, PrecisionUpdate
 
-__all__ = ["GPFFinetuneConfig", "GPFRankerConfig"]
+__all__ = ["GPFFinetuneExperimentSettings", "GPFRankerExperimentSettings"]
 
 
 SplitName = Annotated[str, NonEmpty()]
@@ -238,7 +238,7 @@ class TemperatureCalibrationSettings(CalibrationSettings):
 
 
 @dataclass(frozen=True)
-class GPFRankerConfig:
+class GPFRankerExperimentSettings:
     """A ``gpf_ranker`` config (:mod:`probrank.experiments.gpf.frozen`)."""
 
     experiment: QuietExperiment
@@ -251,7 +251,7 @@ class GPFRankerConfig:
 
 
 @dataclass(frozen=True)
-class GPFFinetuneConfig:
+class GPFFinetuneExperimentSettings:
     """A ``gpf_finetune`` config (:mod:`probrank.experiments.gpf.finetune`)."""
 
     experiment: QuietExperiment

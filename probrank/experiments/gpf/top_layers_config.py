@@ -29,7 +29,7 @@ from probrank.experiments.tables import (
 )
 from probrank.models.gpf_ranker.top_layers import DropoutScope
 
-__all__ = ["TOP_LAYER_HEADS", "DropoutScope", "GPFTopLayersConfig"]
+__all__ = ["TOP_LAYER_HEADS", "DropoutScope", "GPFTopLayersExperimentSettings"]
 
 TOP_LAYER_HEADS = ("deterministic", "mc_dropout", "sngp", "gpf")
 """Heads the protocol trains on the top layers (the ensemble would need M fine-tunes)."""
@@ -119,7 +119,7 @@ class TopLayersHeadsSettings(TopLayersFitSettings):
 
 
 @dataclass(frozen=True)
-class GPFTopLayersConfig:
+class GPFTopLayersExperimentSettings:
     """A ``gpf_top_layers`` config."""
 
     experiment: QuietExperiment

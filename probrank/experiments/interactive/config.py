@@ -21,15 +21,15 @@ from probrank.experiments.tables import (
 )
 from probrank.models.interactive.settings import (
     OPTION_TABLES,
-    GPPLOptions,
+    GPPLSettings,
     IncrementalUpdate,
-    LaplaceOptions,
+    LaplaceSettings,
     PosteriorKind,
-    SampleOptions,
+    SampleSettings,
 )
-from probrank.models.interactive.warmstart import WarmStartOptions
+from probrank.models.interactive.warmstart import WarmStartSettings
 
-__all__ = ["InteractiveConfig"]
+__all__ = ["InteractiveExperimentSettings"]
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class Tune:
 
 
 @dataclass(frozen=True)
-class InteractiveConfig:
+class InteractiveExperimentSettings:
     """An ``interactive`` config (:mod:`probrank.experiments.interactive.cells`), also read for its
     option tables by ``probrank interactive --config``."""
 
@@ -101,9 +101,9 @@ class InteractiveConfig:
     tune: Tune | None = None
     encoder: Encoder | None = None
     output: Output | None = None
-    warm_start: WarmStartOptions | None = None
+    warm_start: WarmStartSettings | None = None
     update: IncrementalUpdate | None = None
-    mcdropout: SampleOptions | None = None
-    swag: SampleOptions | None = None
-    laplace: LaplaceOptions | None = None
-    gppl: GPPLOptions | None = None
+    mcdropout: SampleSettings | None = None
+    swag: SampleSettings | None = None
+    laplace: LaplaceSettings | None = None
+    gppl: GPPLSettings | None = None

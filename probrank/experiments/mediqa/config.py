@@ -16,7 +16,7 @@ from probrank.experiments.tables import (
     Rate,
 )
 
-__all__ = ["MediqaMultitaskConfig"]
+__all__ = ["MediqaMultitaskExperimentSettings"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class BootstrapSettings:
 
 
 @dataclass(frozen=True)
-class MediqaMultitaskConfig:
+class MediqaMultitaskExperimentSettings:
     """A ``mediqa_multitask`` config (:mod:`probrank.experiments.mediqa.protocol`)."""
 
     experiment: Experiment

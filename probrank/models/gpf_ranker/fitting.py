@@ -27,7 +27,7 @@ from probrank.models.gpf_ranker.selection import (
     select,
     train_checkpoints,
 )
-from probrank.nn.heads import FitOptions, HeadKind, RelevanceHead
+from probrank.nn.heads import FitSettings, HeadKind, RelevanceHead
 from probrank.nn.losses import LossKind
 
 __all__ = [
@@ -135,7 +135,7 @@ def fit_standardised(
     x_train, x_val = (x_train - mean) / std, (x_val - mean) / std
     name = HeadKind(settings.head).value
     grid = [{**o, "seed": seed} for o in settings.head_options()]
-    fit_options = FitOptions(
+    fit_options = FitSettings(
         batch_size=settings.batch_size,
         lr=settings.lr,
         weight_decay=settings.weight_decay,

@@ -29,7 +29,7 @@ from torch import Tensor
 
 from probrank.exceptions import InputDataError
 from probrank.nn.calibration import Calibration, select_calibration
-from probrank.nn.heads import FitOptions, RelevanceHead, build_head
+from probrank.nn.heads import FitSettings, RelevanceHead, build_head
 
 __all__ = [
     "Checkpoint",
@@ -96,7 +96,7 @@ def train_checkpoints(
     train: tuple[Tensor, Tensor],
     validation: Tensor,
     epochs_grid: Sequence[int],
-    fit: FitOptions,
+    fit: FitSettings,
 ) -> list[Checkpoint]:
     """Train head ``name`` once per option set and keep the checkpoints of ``epochs_grid``.
 
@@ -131,7 +131,7 @@ def train_checkpoints(
         head.fit(
             x_train,
             y_train,
-            FitOptions(
+            FitSettings(
                 epochs=wanted[-1],
                 batch_size=fit.batch_size,
                 lr=fit.lr,

@@ -22,8 +22,8 @@ from torch import Tensor
 
 from probrank.exceptions import InputDataError
 from probrank.models.interactive.settings import (
-    GPPLOptions,
     GPPLPrior,
+    GPPLSettings,
     InteractiveRankerSettings,
     PosteriorKind,
 )
@@ -106,11 +106,11 @@ def _ensemble(
     return EnsemblePosterior(fitted.members, x, update=dataclasses.replace(s.update, seed=seed))
 
 
-def _cosine_prior(warm: WarmStart | None, hidden: int, options: GPPLOptions) -> PriorMean:
+def _cosine_prior(warm: WarmStart | None, hidden: int, options: GPPLSettings) -> PriorMean:
     return cosine_prior_mean(hidden, options.prior_scale)
 
 
-def _warm_start_prior(warm: WarmStart | None, hidden: int, options: GPPLOptions) -> PriorMean:
+def _warm_start_prior(warm: WarmStart | None, hidden: int, options: GPPLSettings) -> PriorMean:
     net = as_float64_copy(_warm(warm, PosteriorKind.GPPL).net)
 
     def prior(x: Tensor) -> Tensor:
@@ -120,7 +120,7 @@ def _warm_start_prior(warm: WarmStart | None, hidden: int, options: GPPLOptions)
     return prior
 
 
-GPPL_PRIORS: Mapping[GPPLPrior, Callable[[WarmStart | None, int, GPPLOptions], PriorMean]] = (
+GPPL_PRIORS: Mapping[GPPLPrior, Callable[[WarmStart | None, int, GPPLSettings], PriorMean]] = (
     MappingProxyType({GPPLPrior.COSINE: _cosine_prior, GPPLPrior.WARM_START: _warm_start_prior})
 )
 

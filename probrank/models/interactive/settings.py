@@ -4,9 +4,9 @@
 strategy (:class:`~probrank.acquisition.select.Strategy`), the warm-start seed, and one option
 table per part, each a frozen dataclass with the defaults chosen on MEDIQA validation (the
 model card's): ``warm_start`` (:class:`~probrank.models.interactive.warmstart.
-WarmStartOptions`), ``update`` (:class:`~probrank.posteriors.neural.IncrementalUpdate`, the
-SGD update after each judgement), ``mcdropout`` and ``swag`` (:class:`SampleOptions`),
-``laplace`` (:class:`LaplaceOptions`) and ``gppl`` (:class:`GPPLOptions`). The tables are the
+WarmStartSettings`), ``update`` (:class:`~probrank.posteriors.neural.IncrementalUpdate`, the
+SGD update after each judgement), ``mcdropout`` and ``swag`` (:class:`SampleSettings`),
+``laplace`` (:class:`LaplaceSettings`) and ``gppl`` (:class:`GPPLSettings`). The tables are the
 same as the ``[warm_start]``, ``[update]``, ... tables of an ``interactive`` experiment config.
 
 A table may be given as its dataclass or as a mapping of some of its keys (the rest default);
@@ -35,20 +35,20 @@ from probrank.models._settings import (
     set_enum,
     set_value,
 )
-from probrank.models.interactive.warmstart import WarmStartOptions
+from probrank.models.interactive.warmstart import WarmStartSettings
 from probrank.nn.siamese import Activation
 from probrank.posteriors.bradley_terry import Link
 from probrank.posteriors.neural import IncrementalUpdate
 
 __all__ = [
     "OPTION_TABLES",
-    "GPPLOptions",
     "GPPLPrior",
+    "GPPLSettings",
     "IncrementalUpdate",
     "InteractiveRankerSettings",
-    "LaplaceOptions",
+    "LaplaceSettings",
     "PosteriorKind",
-    "SampleOptions",
+    "SampleSettings",
 ]
 
 
@@ -77,14 +77,14 @@ class GPPLPrior(str, Enum):
 
 
 @dataclass(frozen=True)
-class SampleOptions:
+class SampleSettings:
     """Sample-based posteriors: ``num_samples`` dropout passes / SWAG draws (``>= 2``)."""
 
     num_samples: int = 20
 
 
 @dataclass(frozen=True)
-class LaplaceOptions:
+class LaplaceSettings:
     """Last-layer Laplace: prior precision, residual variance, likelihood scale and link
     (``"logistic"`` or ``"probit"``)."""
 
@@ -95,7 +95,7 @@ class LaplaceOptions:
 
 
 @dataclass(frozen=True)
-class GPPLOptions:
+class GPPLSettings:
     """GPPL: the prior mean (:class:`GPPLPrior`) and the kernel's scales."""
 
     prior: str = "cosine"
@@ -105,12 +105,12 @@ class GPPLOptions:
 
 
 OPTION_TABLES: Mapping[str, type] = {
-    "warm_start": WarmStartOptions,
+    "warm_start": WarmStartSettings,
     "update": IncrementalUpdate,
-    "mcdropout": SampleOptions,
-    "swag": SampleOptions,
-    "laplace": LaplaceOptions,
-    "gppl": GPPLOptions,
+    "mcdropout": SampleSettings,
+    "swag": SampleSettings,
+    "laplace": LaplaceSettings,
+    "gppl": GPPLSettings,
 }
 """The option tables of :class:`InteractiveRankerSettings`, by field name."""
 
@@ -173,7 +173,7 @@ def _flag(where: str, value: object) -> None:
         raise InputDataError(f"{where} must be true or false, got {value!r}")
 
 
-def _check_warm_start(o: WarmStartOptions) -> WarmStartOptions:
+def _check_warm_start(o: WarmStartSettings) -> WarmStartSettings:
     hidden = int_tuple("[warm_start] hidden", o.hidden)
     _number("[warm_start] dropout", o.dropout, low=0.0, strict=False)
     if o.dropout >= 1.0:
@@ -210,8 +210,8 @@ def _check_update(o: IncrementalUpdate) -> IncrementalUpdate:
     return o
 
 
-def _samples(name: str) -> Callable[[SampleOptions], SampleOptions]:
-    def check(o: SampleOptions) -> SampleOptions:
+def _samples(name: str) -> Callable[[SampleSettings], SampleSettings]:
+    def check(o: SampleSettings) -> SampleSettings:
         if isinstance(o.num_samples, bool) or not isinstance(o.num_samples, int):
             raise InputDataError(f"[{name}] num_samples must be an integer, got {o.num_samples!r}")
         if o.num_samples < 2:
@@ -221,14 +221,14 @@ def _samples(name: str) -> Callable[[SampleOptions], SampleOptions]:
     return check
 
 
-def _check_laplace(o: LaplaceOptions) -> LaplaceOptions:
+def _check_laplace(o: LaplaceSettings) -> LaplaceSettings:
     check_positive("[laplace] prior_precision", o.prior_precision)
     _number("[laplace] residual_variance", o.residual_variance, low=0.0, strict=False)
     check_positive("[laplace] scale", o.scale)
     return dataclasses.replace(o, link=parse_enum(Link, o.link, "[laplace] link").value)
 
 
-def _check_gppl(o: GPPLOptions) -> GPPLOptions:
+def _check_gppl(o: GPPLSettings) -> GPPLSettings:
     prior = parse_enum(GPPLPrior, o.prior, "[gppl] prior").value
     _number("[gppl] prior_scale", o.prior_scale, low=-math.inf, strict=False)
     check_positive("[gppl] lengthscale_factor", o.lengthscale_factor)
@@ -264,14 +264,14 @@ class InteractiveRankerSettings:
         posterior: :class:`PosteriorKind` of the sessions (the card's best: ``"laplace"``).
         strategy: Pair strategy of the sessions (:class:`~probrank.acquisition.select.
             Strategy`; the paper's ``"ei"``).
-        warm_start: :class:`~probrank.models.interactive.warmstart.WarmStartOptions` of
+        warm_start: :class:`~probrank.models.interactive.warmstart.WarmStartSettings` of
             :meth:`~probrank.models.interactive.model.InteractiveRanker.fit`.
         update: :class:`~probrank.posteriors.neural.IncrementalUpdate` after each judgement
             (MC dropout, SWAG, ensemble); its ``seed`` is replaced by the session's seed.
-        mcdropout: :class:`SampleOptions` of MC dropout (passes ``T``).
-        swag: :class:`SampleOptions` of SWAG (weight draws ``S``).
-        laplace: :class:`LaplaceOptions` of the last-layer Laplace posterior.
-        gppl: :class:`GPPLOptions` of the GPPL posterior.
+        mcdropout: :class:`SampleSettings` of MC dropout (passes ``T``).
+        swag: :class:`SampleSettings` of SWAG (weight draws ``S``).
+        laplace: :class:`LaplaceSettings` of the last-layer Laplace posterior.
+        gppl: :class:`GPPLSettings` of the GPPL posterior.
         validation_fraction: Share of the lists :meth:`~probrank.models.interactive.model.
             InteractiveRanker.fit` holds out for early stopping when no validation lists are
             given.
@@ -280,12 +280,12 @@ class InteractiveRankerSettings:
 
     posterior: PosteriorKind = PosteriorKind.LAPLACE
     strategy: Strategy = Strategy.EI
-    warm_start: WarmStartOptions = field(default_factory=WarmStartOptions)
+    warm_start: WarmStartSettings = field(default_factory=WarmStartSettings)
     update: IncrementalUpdate = field(default_factory=IncrementalUpdate)
-    mcdropout: SampleOptions = field(default_factory=SampleOptions)
-    swag: SampleOptions = field(default_factory=SampleOptions)
-    laplace: LaplaceOptions = field(default_factory=LaplaceOptions)
-    gppl: GPPLOptions = field(default_factory=GPPLOptions)
+    mcdropout: SampleSettings = field(default_factory=SampleSettings)
+    swag: SampleSettings = field(default_factory=SampleSettings)
+    laplace: LaplaceSettings = field(default_factory=LaplaceSettings)
+    gppl: GPPLSettings = field(default_factory=GPPLSettings)
     validation_fraction: float = 0.2
     seed: int = 0
 
@@ -312,7 +312,7 @@ class InteractiveRankerSettings:
         )
 
     def tables(self) -> dict[str, Any]:
-        """The option tables by name (``{"warm_start": WarmStartOptions(...), ...}``)."""
+        """The option tables by name (``{"warm_start": WarmStartSettings(...), ...}``)."""
         return {name: getattr(self, name) for name in OPTION_TABLES}
 
     def tables_json(self) -> dict[str, Any]:

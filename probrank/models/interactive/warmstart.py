@@ -35,7 +35,7 @@ from probrank._progress import progress_bar
 from probrank.exceptions import InputDataError
 from probrank.inference.swag import SWAGCollector, SWAGPosterior
 from probrank.nn.siamese import (
-    PairFitOptions,
+    PairFitSettings,
     SiameseUtilityNet,
     fit_pairs,
     graded_pairs,
@@ -47,7 +47,7 @@ __all__ = [
     "WARM_START_FORMAT",
     "WARM_START_VERSION",
     "WarmStart",
-    "WarmStartOptions",
+    "WarmStartSettings",
     "new_net",
     "train_warm_start",
     "warm_start_identity",
@@ -60,7 +60,7 @@ WARM_START_VERSION = warmstart_cache.WARM_START_VERSION
 
 
 @dataclass(frozen=True)
-class WarmStartOptions:
+class WarmStartSettings:
     """Settings of the warm start (defaults chosen on MEDIQA validation; see the model card).
 
     Attributes:
@@ -93,9 +93,9 @@ class WarmStartOptions:
     swag_layers: int = 2
     ensemble_size: int = 5
 
-    def fit_options(self, seed: int) -> PairFitOptions:
-        """The :class:`~probrank.nn.siamese.PairFitOptions` of one network's training."""
-        return PairFitOptions(
+    def fit_options(self, seed: int) -> PairFitSettings:
+        """The :class:`~probrank.nn.siamese.PairFitSettings` of one network's training."""
+        return PairFitSettings(
             epochs=self.max_epochs,
             batch_size=self.batch_size,
             lr=self.lr,
@@ -126,7 +126,7 @@ class WarmStart:
     epochs: int = 0
 
 
-def new_net(width: int, options: WarmStartOptions) -> SiameseUtilityNet:
+def new_net(width: int, options: WarmStartSettings) -> SiameseUtilityNet:
     """An untrained network of ``options``' shape over `width`-wide features (to load into)."""
     return SiameseUtilityNet(
         width, options.hidden, dropout=options.dropout, activation=options.activation
@@ -142,7 +142,7 @@ def _train_one(
     train_pairs: Tensor,
     val_x: Tensor,
     val_pairs: Tensor,
-    options: WarmStartOptions,
+    options: WarmStartSettings,
     seed: int,
     *,
     on_epoch_end: Callable[[torch.nn.Module, int], None] | None = None,
@@ -177,7 +177,7 @@ def _collect_swag(
     net: SiameseUtilityNet,
     train_x: Tensor,
     train_pairs: Tensor,
-    options: WarmStartOptions,
+    options: WarmStartSettings,
     seed: int,
     *,
     on_epoch_end: Callable[[torch.nn.Module, int], None] | None = None,
@@ -192,7 +192,7 @@ def _collect_swag(
         input_scale=net.input_scale,
     )
     clone.load_state_dict(net.state_dict())
-    fit = PairFitOptions(
+    fit = PairFitSettings(
         epochs=options.swag_epochs,
         batch_size=options.batch_size,
         lr=options.lr,
@@ -225,7 +225,7 @@ def warm_start_identity(
     train_pairs: Tensor,
     val_x: Tensor,
     val_pairs: Tensor,
-    options: WarmStartOptions,
+    options: WarmStartSettings,
     seed: int,
 ) -> dict[str, Any]:
     """Everything the warm-start networks of one seed depend on (the cache key is its hash).
@@ -264,7 +264,7 @@ def train_warm_start(
     train_grades: Sequence[Sequence[float]],
     validation_features: Sequence[Tensor],
     validation_grades: Sequence[Sequence[float]],
-    options: WarmStartOptions = WarmStartOptions(),
+    options: WarmStartSettings = WarmStartSettings(),
     *,
     seed: int = 0,
     swag: bool = False,
@@ -364,7 +364,7 @@ def _fit_net(
     train_pairs: Tensor,
     val_x: Tensor,
     val_pairs: Tensor,
-    options: WarmStartOptions,
+    options: WarmStartSettings,
     seed: int,
     *,
     on_epoch_end: Callable[[torch.nn.Module, int], None] | None = None,
@@ -395,7 +395,7 @@ def warm_start_payload(warm: WarmStart) -> dict[str, Any]:
 
 
 def warm_start_from_payload(
-    payload: dict[str, Any], width: int, options: WarmStartOptions
+    payload: dict[str, Any], width: int, options: WarmStartSettings
 ) -> WarmStart:
     """The :class:`WarmStart` of a :func:`warm_start_payload` (networks in eval mode).
 

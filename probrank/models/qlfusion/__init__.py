@@ -14,7 +14,11 @@
 * :mod:`~probrank.models.qlfusion.quantifiers`: the cross-fitting variants (the paper's Tables
   1 and 2 and the extensions) and their training groups;
 * :mod:`~probrank.models.qlfusion.members`: the per-(fold, run) member tensors of a
-  cross-fitting and its result, :class:`CrossFit`.
+  cross-fitting and its result, :class:`CrossFit`;
+* :mod:`~probrank.models.qlfusion.predictive`: the posterior predictive interval of a list's
+  observed share of relevant documents and its held-out coverage;
+* :mod:`~probrank.models.qlfusion.likelihoods`: the hierarchical ``logit_normal`` likelihood
+  (a random effect per list).
 """
 
 from probrank.models.qlfusion.members import CrossFit, CrossFitData

@@ -55,6 +55,12 @@ def _beta_binomial(total_count: int, concentration: float = 10.0) -> Any:
     return beta_binomial_proportion(total_count, concentration)
 
 
+def _logit_normal(total_count: int, scale: float = 1.0) -> Any:
+    from probrank.models.qlfusion.likelihoods import logit_normal_proportion
+
+    return logit_normal_proportion(total_count, scale)
+
+
 PRIORS: Mapping[str, Callable[..., Any]] = {"normal": _normal_prior}
 """Built-in priors of the output layer's weights, by name: ``fn(**prior_args) -> Distribution``
 (``"normal"``: N(0, ``scale``), the paper's with scale 1)."""
@@ -62,10 +68,13 @@ PRIORS: Mapping[str, Callable[..., Any]] = {"normal": _normal_prior}
 PROPORTION_LIKELIHOODS: Mapping[str, Callable[..., Any]] = {
     "binomial": _binomial,
     "beta_binomial": _beta_binomial,
+    "logit_normal": _logit_normal,
 }
 """Built-in likelihoods of the relevant counts, by name: ``fn(total_count, **likelihood_args)
 -> (logits -> Distribution)`` (``"binomial"``: the paper's; ``"beta_binomial"``: over-dispersed,
-``concentration`` c, :func:`probrank.likelihoods.beta_binomial_proportion`)."""
+``concentration`` c, :func:`probrank.likelihoods.beta_binomial_proportion`;
+``"logit_normal"``: hierarchical, a Normal(0, ``scale``) random effect per list on the logit,
+:func:`probrank.models.qlfusion.likelihoods.logit_normal_proportion`)."""
 
 
 def _plugin_field(kind: PluginKind, builtins: Mapping[str, Any], default: str) -> Any:

@@ -13,7 +13,7 @@ from torch import Tensor
 from probrank.encoders.transformer import TransformerEncoder
 from probrank.models import GPFRanker, GPFRankerSettings
 from probrank.models.gpf_ranker.botorch import head_model
-from probrank.nn.heads import FitOptions, HeadKind, SNGPHead, build_head
+from probrank.nn.heads import FitSettings, HeadKind, SNGPHead, build_head
 from probrank.posteriors.preference import PreferenceUtilityModel
 from tests.models.conftest import learnable_lists
 
@@ -28,7 +28,7 @@ def sngp() -> SNGPHead:
     x = torch.randn(80, D, generator=generator)
     y = (x[:, 0] + 0.3 * torch.randn(80, generator=generator) > 0).float()
     head = SNGPHead(D, hidden=8, num_features=32, seed=0)
-    head.fit(x, y, FitOptions(epochs=3, batch_size=16, seed=0))
+    head.fit(x, y, FitSettings(epochs=3, batch_size=16, seed=0))
     return head.double().eval()
 
 
@@ -109,7 +109,7 @@ def test_every_head_conditions_and_learns_the_judged_order(kind: str) -> None:
     if kind in ("sngp", "gpf"):
         options["num_features"] = 32
     head = build_head(kind, D, **options)
-    head.fit(x, y, FitOptions(epochs=2, batch_size=16, seed=0))
+    head.fit(x, y, FitSettings(epochs=2, batch_size=16, seed=0))
     points = x[:4].double()
     model = head_model(head, D, jitter=1e-9)
     mean = model.posterior(points).mean.squeeze(-1)

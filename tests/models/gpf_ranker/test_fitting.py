@@ -15,7 +15,7 @@ from probrank.models.gpf_ranker import (
     select,
     train_checkpoints,
 )
-from probrank.nn.heads import FitOptions
+from probrank.nn.heads import FitSettings
 
 SETTINGS = GPFRankerSettings(
     hidden=16,
@@ -60,7 +60,7 @@ def test_fit_features_equals_the_grid_selected_by_hand(fitted) -> None:
         ((x - mean) / std, y),
         (x_val - mean) / std,
         (1, 4),
-        FitOptions(batch_size=32, lr=1e-2, seed=3),
+        FitSettings(batch_size=32, lr=1e-2, seed=3),
     )
     x_test, _ = _task(50, 2)
     assert set(models) == {Family.PLAIN, Family.TEMPERATURE}

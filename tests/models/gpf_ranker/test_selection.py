@@ -8,7 +8,7 @@ import torch
 from probrank.exceptions import InputDataError
 from probrank.models.gpf_ranker.selection import Family, restore, select, train_checkpoints
 from probrank.nn.calibration import select_calibration
-from probrank.nn.heads import FitOptions
+from probrank.nn.heads import FitSettings
 
 
 def _task(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -24,7 +24,7 @@ def checkpoints():
     x, y = _task(200, 0)
     x_val, _ = _task(80, 1)
     grid = [{"hidden": 16, "num_features": 64, "gamma": g, "seed": 0} for g in (1.0, 3.0)]
-    options = FitOptions(batch_size=32, lr=1e-2, seed=0)
+    options = FitSettings(batch_size=32, lr=1e-2, seed=0)
     return train_checkpoints("gpf", 4, grid, (x, y), x_val, (1, 4), options)
 
 

@@ -11,10 +11,10 @@ from probrank.acquisition.select import Strategy
 from probrank.exceptions import InputDataError
 from probrank.models.interactive import (
     OPTION_TABLES,
-    GPPLOptions,
+    GPPLSettings,
     InteractiveRankerSettings,
     PosteriorKind,
-    WarmStartOptions,
+    WarmStartSettings,
 )
 from probrank.posteriors.neural import IncrementalUpdate
 
@@ -22,7 +22,7 @@ from probrank.posteriors.neural import IncrementalUpdate
 def test_defaults_are_the_model_cards_and_options_become_enums() -> None:
     s = InteractiveRankerSettings()
     assert s.posterior is PosteriorKind.LAPLACE and s.strategy is Strategy.EI
-    assert s.warm_start == WarmStartOptions() and s.update == IncrementalUpdate()
+    assert s.warm_start == WarmStartSettings() and s.update == IncrementalUpdate()
     assert s.needs_warm_start
     t = InteractiveRankerSettings(posterior="gppl", strategy="thompson")
     assert t.posterior is PosteriorKind.GPPL and t.strategy is Strategy.THOMPSON
@@ -35,7 +35,7 @@ def test_defaults_are_the_model_cards_and_options_become_enums() -> None:
 
 def test_a_table_may_be_a_mapping_of_some_keys() -> None:
     s = InteractiveRankerSettings(warm_start={"hidden": [16, 4], "max_epochs": 3})
-    assert s.warm_start == dataclasses.replace(WarmStartOptions(), hidden=(16, 4), max_epochs=3)
+    assert s.warm_start == dataclasses.replace(WarmStartSettings(), hidden=(16, 4), max_epochs=3)
     same = InteractiveRankerSettings(warm_start=s.warm_start)
     assert same == s
 
@@ -57,8 +57,8 @@ def test_a_table_may_be_a_mapping_of_some_keys() -> None:
         ({"laplace": {"link": "cauchit"}}, "link"),
         ({"laplace": {"scale": -1.0}}, "scale"),
         ({"gppl": {"prior": "flat"}}, "prior"),
-        ({"gppl": GPPLOptions(outputscale=0.0)}, "outputscale"),
-        ({"swag": 20}, "SampleOptions or a table"),
+        ({"gppl": GPPLSettings(outputscale=0.0)}, "outputscale"),
+        ({"swag": 20}, "SampleSettings or a table"),
         ({"validation_fraction": 1.0}, "validation_fraction"),
         ({"seed": -1}, "seed"),
         ({"posterior": "ensemble", "warm_start": {"ensemble_size": 1}}, "ensemble_size >= 2"),

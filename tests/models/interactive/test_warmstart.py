@@ -18,11 +18,11 @@ from probrank.models.interactive.warmstart import (
     WARM_START_FORMAT,
     WARM_START_VERSION,
     WarmStart,
-    WarmStartOptions,
+    WarmStartSettings,
     train_warm_start,
 )
 
-OPTIONS = WarmStartOptions(
+OPTIONS = WarmStartSettings(
     hidden=(8, 4), max_epochs=3, patience=2, swag_epochs=3, swag_layers=2, ensemble_size=2
 )
 
@@ -111,7 +111,7 @@ def test_the_key_holds_threads_options_seed_and_data(tmp_path: Path, trainings: 
         _train(tmp_path)
     finally:
         torch.set_num_threads(1)
-    _train(tmp_path, options=WarmStartOptions(**{**OPTIONS.__dict__, "margin": 0.2}))
+    _train(tmp_path, options=WarmStartSettings(**{**OPTIONS.__dict__, "margin": 0.2}))
     _train(tmp_path, seed=1)
     _train(tmp_path, train=_blocks(20, seed=5))
     assert len(trainings) == 5
@@ -273,7 +273,7 @@ def test_the_progress_bar_ticks_every_epoch_and_ends_full(
         return bars[-1]
 
     monkeypatch.setattr(ws, "progress_bar", bar)
-    options = WarmStartOptions(
+    options = WarmStartSettings(
         hidden=(8, 4), max_epochs=8, patience=1, swag_epochs=3, swag_layers=2, ensemble_size=3
     )
     fits: list[int] = []  # epochs each fit_pairs ran (its on_epoch_end calls)
