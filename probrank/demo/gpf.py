@@ -12,6 +12,7 @@ in-domain and shifted test items and drawn in one reliability diagram.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,7 @@ from torch import Tensor
 from probrank._files import save_figure
 from probrank.evaluation.calibration import expected_calibration_error, negative_log_likelihood
 from probrank.evaluation.calibration_plots import reliability_figure
-from probrank.models.gpf_ranker.selection import Family, restore, select, train_checkpoints
-from probrank.nn.heads import FitSettings
+from probrank.models.gpf_ranker import Family, GPFRanker, GPFRankerSettings, HeadKind
 
 __all__ = ["demo_section"]
 
@@ -69,25 +69,37 @@ def demo_section(output_dir: str | Path, seed: int = 0, quick: bool = True) -> t
     data = _data(800 if quick else 4000, dim, generator)
     x_train, y_train = data["train"]
     x_val, y_val = data["validation"]
-    fit = FitSettings(batch_size=100, lr=1e-2, seed=seed)
-    epochs = [5, 10, 20] if quick else [5, 10, 20, 40]
-    setups: dict[str, list[dict[str, Any]]] = {
-        "deterministic": [{"hidden": 32, "seed": seed}],
-        "gpf": [
-            {"hidden": 32, "num_features": 128 if quick else 512, "gamma": g, "seed": seed}
-            for g in ((1.0, 2.0) if quick else (1.0, 2.0, 3.0))
-        ],
+    epochs = (5, 10, 20) if quick else (5, 10, 20, 40)
+    deterministic = GPFRankerSettings(
+        head=HeadKind.DETERMINISTIC,
+        hidden=32,
+        epochs=epochs,
+        batch_size=100,
+        lr=1e-2,
+        mean_field_factors=(0.0, math.pi / 8, 1.0, 3.0),
+        temperature=False,
+        seed=seed,
+    )
+    setups = {
+        "deterministic": deterministic,
+        "gpf": dataclasses.replace(
+            deterministic,
+            head=HeadKind.GPF,
+            num_features=128 if quick else 512,
+            gammas=(1.0, 2.0) if quick else (1.0, 2.0, 3.0),
+        ),
     }
     results: dict[str, Any] = {"selected": {}}
     probabilities: dict[str, dict[str, Tensor]] = {}
-    for name, grid in setups.items():
-        checkpoints = train_checkpoints(name, dim, grid, (x_train, y_train), x_val, epochs, fit)
-        selection = select(name, checkpoints, y_val, Family.PLAIN, [0.0, math.pi / 8, 1.0, 3.0])
-        results["selected"][name] = selection.settings
-        head = restore(name, dim, selection)
+    for name, settings in setups.items():
+        # the model object's validation selection (the frozen-encoder regime of the card)
+        ranker = GPFRanker(settings).fit_features(
+            (x_train, y_train), (x_val, y_val), families=[Family.PLAIN]
+        )[Family.PLAIN]
+        results["selected"][name] = ranker.selected
         for split in ("in-domain test", "shifted test"):
             x, y = data[split]
-            p = head.predict_proba(x).double()
+            p = ranker.predict_features(x).double()
             probabilities.setdefault(split, {})[name] = p
             results.setdefault(split, {})[name] = {
                 "accuracy": float(((p > 0.5).double() == y.double()).double().mean()),
