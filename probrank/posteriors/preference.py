@@ -39,7 +39,7 @@ Dtypes: the posteriors compute in float64; ``posterior(X)`` returns the dtype of
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -287,6 +287,13 @@ class PreferenceUtilityModel(Model):
         if Y.is_floating_point() and Y.shape[-1] == 1 and Y.shape[-2] == X.shape[-2]:
             return self._condition_on_labels(X, Y)
         comparison_pairs(Y.reshape(-1, Y.shape[-1]), X.shape[-2])  # validates dtype and range
+        return self._per_member(X, Y, lambda member, x, y: member.conditioned(x, y))
+
+    def _per_member(
+        self, X: Tensor, Y: Tensor, update: Callable[[Any, Tensor, Tensor], Any]
+    ) -> PreferenceUtilityModel:
+        """A model of batch shape ``broadcast(Y, X, model)`` whose member for each batch index
+        is ``update(member, X[index], Y[index])`` (`n' x d` points, `m x c` observations)."""
         try:
             shape = torch.broadcast_shapes(Y.shape[:-2], X.shape[:-2], self._batch_shape)
         except RuntimeError:
@@ -296,9 +303,9 @@ class PreferenceUtilityModel(Model):
             ) from None
         owner = torch.arange(len(self.members)).reshape(self._batch_shape).expand(shape)
         points = X.expand(*shape, *X.shape[-2:]).reshape(-1, *X.shape[-2:])
-        judged = Y.expand(*shape, *Y.shape[-2:]).reshape(-1, *Y.shape[-2:])
+        observed = Y.expand(*shape, *Y.shape[-2:]).reshape(-1, *Y.shape[-2:])
         members = [
-            self.members[int(k)].conditioned(points[i], judged[i])
+            update(self.members[int(k)], points[i], observed[i])
             for i, k in enumerate(owner.reshape(-1).tolist())
         ]
         return PreferenceUtilityModel(
@@ -316,23 +323,7 @@ class PreferenceUtilityModel(Model):
                 f"of shape {tuple(Y.shape)}: fantasize with "
                 "botorch.sampling.pairwise_samplers.PairwiseSobolQMCNormalSampler"
             )
-        try:
-            shape = torch.broadcast_shapes(Y.shape[:-2], X.shape[:-2], self._batch_shape)
-        except RuntimeError:
-            raise InputDataError(
-                f"batch shapes of Y {tuple(Y.shape[:-2])}, X {tuple(X.shape[:-2])} and the model "
-                f"{tuple(self._batch_shape)} do not broadcast"
-            ) from None
-        owner = torch.arange(len(self.members)).reshape(self._batch_shape).expand(shape)
-        points = X.expand(*shape, *X.shape[-2:]).reshape(-1, *X.shape[-2:])
-        labels = Y.expand(*shape, *Y.shape[-2:]).reshape(-1, Y.shape[-2])
-        members = [
-            self.members[int(k)].labelled(points[i], labels[i])  # type: ignore[attr-defined]
-            for i, k in enumerate(owner.reshape(-1).tolist())
-        ]
-        return PreferenceUtilityModel(
-            members, self.datapoints, batch_shape=shape, noise_variance=self.noise_variance
-        )
+        return self._per_member(X, Y, lambda member, x, y: member.labelled(x, y[..., 0]))
 
     def fantasize(
         self,
