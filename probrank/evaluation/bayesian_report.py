@@ -3,24 +3,18 @@ Bayesian comparison and the sampler's convergence check, as one strict-JSON obje
 
 Built here, not in the command line, so that a notebook gets the same object
 (:func:`comparison_report`) as the command prints. The sampler's undefined statistics (an R-hat
-or an ESS of NaN, as one draw per chain gives) are None; the command prints the object through
-:func:`probrank.cli._parsing.strict_json`, which turns any other NaN into ``null`` too.
+or an ESS of NaN, as one draw per chain gives) are None
+(:meth:`~probrank.evaluation.bayesian_convergence.Convergence.as_json`); the command prints
+the object through :func:`probrank.cli._parsing.strict_json`, which turns any other NaN into
+``null`` too.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
-__all__ = ["comparison_report", "strict_number"]
-
-
-def strict_number(value: float | int | None) -> float | int | None:
-    """``value`` as JSON allows it: None for NaN and the infinities."""
-    if value is None or isinstance(value, int):
-        return value
-    return value if math.isfinite(value) else None
+__all__ = ["comparison_report"]
 
 
 def comparison_report(table: Any, result: Any) -> dict[str, Any]:
@@ -45,11 +39,7 @@ def comparison_report(table: Any, result: Any) -> dict[str, Any]:
         "interval": result.interval,
         "chains": chains,
         "draws": draws,
-        "converged": check.converged,
-        "max_rhat": strict_number(check.max_rhat),
-        "min_ess": strict_number(check.min_ess),
-        "divergences": check.divergences,
-        "messages": check.messages,
+        **check.as_json(),  # converged, max_rhat, min_ess, divergences, messages
     }
     report = {
         "frequentist": json.loads(table.to_json(orient="records")),
