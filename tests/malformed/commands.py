@@ -150,6 +150,10 @@ EVAL_CASES = [
     _bayes("plot-in-missing-folder", ("--plot", "{d}/no/such/p.png"), "no/such"),
     _bayes("plot-is-a-folder", ("--plot", "{d}"), "is a folder, not a file"),
     _bayes("only-counts", ("-m", "num_q", "num_ret"), "-m gave only counts"),
+    _bayes("likelihood-unknown", ("--likelihood", "poisson"), "argument --likelihood"),
+    _eval_option(
+        "likelihood-without-bayesian", ("--likelihood", "paired"), "--likelihood: only with"
+    ),
     CliCase(
         "eval-no-run",
         "eval",
