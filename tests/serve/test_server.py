@@ -238,6 +238,7 @@ def test_command_line_errors_are_one_line(
               "--port", "0", "--db", str(tmp_path / "x.sqlite")], "posterior is 'laplace'"),
             (["--topics", str(questions)], "TREC input needs --topics, --run and --docs"),
             (["--rounds", "0"], "--rounds: must be a positive integer"),
+            (["--max-sessions", "0"], "--max-sessions: must be a positive integer"),
             (["--host", "no such host.invalid"], "is not an address here"),
             (["--data", str(questions), "--db", str(other), "--model", str(serve_model)],
              "another application (tables: invoices)"),
