@@ -122,6 +122,8 @@ def _run(
     seconds: dict[str, list[float]] = {}
     chosen: dict[str, list[int]] = {}
     coverage: dict[str, dict[str, list[float]]] = {}
+    loo: dict[str, dict[str, list[float]]] = {}
+    concentration: dict[str, list[float]] = {}
     groups = model.training_groups(variants)
     experiment = config.get("experiment", {})
     executor_settings = ExecutorSettings.from_table(experiment)
@@ -150,6 +152,10 @@ def _run(
             val_mae.setdefault(name, []).append(cross_fit.val_mae[name])
             for key, share in cross_fit.coverage.get(name, {}).items():
                 coverage.setdefault(name, {}).setdefault(key, []).append(share)
+            for key, value in cross_fit.loo.get(name, {}).items():
+                loo.setdefault(name, {}).setdefault(key, []).append(value)
+            if name in cross_fit.concentration:
+                concentration.setdefault(name, []).extend(cross_fit.concentration[name])
         for group, s in cross_fit.seconds.items():
             seconds.setdefault(group, []).append(s)
         for name, sizes in cross_fit.batch_sizes.items():
@@ -175,6 +181,18 @@ def _run(
         name: {key: statistics.fmean(shares) for key, shares in by_level.items()}
         for name, by_level in coverage.items()
     }
+    extra[
+        "PSIS-LOO of the training lists under the counts' likelihood (per list, pooled over "
+        "fold x run models, mean over seeds; pareto_k_bad: share of lists with k > 0.7)"
+    ] = {
+        name: {key: statistics.fmean(v) for key, v in by_key.items()}
+        for name, by_key in loo.items()
+    }
+    if concentration:
+        extra["Learned concentration c (median and range over fold x run models and seeds)"] = {
+            name: {"median": statistics.median(c), "min": min(c), "max": max(c)}
+            for name, c in concentration.items()
+        }
     extra["Chosen batch sizes (share of fold x run models)"] = {
         name: {str(b): sizes.count(b) / len(sizes) for b in settings.batch_sizes}
         for name, sizes in chosen.items()

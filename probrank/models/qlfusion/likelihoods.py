@@ -1,4 +1,11 @@
-"""A hierarchical likelihood of the relevant counts: a per-list random effect on the logit.
+"""QLFusion's over-dispersed likelihoods of the relevant counts: a per-list random effect on
+the logit (:class:`LogitNormalBinomial`) and a beta-binomial whose concentration is learned
+(:class:`LatentConcentration`).
+
+Written here because Pyro has neither: its ``BetaBinomial`` takes a fixed concentration, and a
+Normal random effect per list integrated out of a binomial is not a Pyro distribution.
+
+The hierarchical one:
 
 ``k | u ~ Binomial(n, sigmoid(logit + u))``, ``u ~ Normal(0, scale)`` one per list: lists of
 the same run scatter around the quantifier's prediction by more than binomial noise, as the
@@ -21,7 +28,12 @@ from torch.distributions import constraints
 from probrank.exceptions import InputDataError
 from probrank.likelihoods.proportion import Likelihood
 
-__all__ = ["LogitNormalBinomial", "logit_normal_proportion"]
+__all__ = [
+    "LatentConcentration",
+    "LogitNormalBinomial",
+    "latent_beta_binomial",
+    "logit_normal_proportion",
+]
 
 _HALF_WIDTH = 8.0
 
@@ -116,3 +128,78 @@ def logit_normal_proportion(total_count: int | Tensor, scale: float = 1.0) -> Li
         return LogitNormalBinomial(logits, scale, count)
 
     return likelihood
+
+
+class LatentConcentration:
+    """A beta-binomial of the counts whose concentration is learned: ``c ~ LogNormal(log
+    prior_median, prior_sd)``, one per quantifier (one run), fitted by MAP with the network.
+
+    ``k ~ BetaBinomial(c p_hat, c (1 - p_hat), n)``: lists of one run are over-dispersed by
+    the factor ``(n + c) / (1 + c)`` that the run's own lists support, rather than a fixed one
+    (no single fixed ``c`` suits every collection: the QLFusion card). :class:`QLFusionNet
+    <probrank.models.qlfusion.network.QLFusionNet>` recognises this object and holds
+    ``log c`` as a parameter of each member, adds the prior's log density to the ELBO once per
+    step (not scaled with the mini-batch), and builds the likelihood with the fitted ``c``
+    through :meth:`with_concentration`. Called without ``c`` (as a plain
+    :data:`~probrank.likelihoods.proportion.Likelihood`) it uses the prior median.
+
+    Args:
+        total_count: ``n``.
+        prior_median: Median of the concentration's LogNormal prior (``> 0``).
+        prior_sd: Standard deviation of ``log c`` under the prior (``> 0``).
+    """
+
+    def __init__(self, total_count: int, prior_median: float = 10.0, prior_sd: float = 1.0):
+        for name, value in (("prior_median", prior_median), ("prior_sd", prior_sd)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise InputDataError(f"{name} must be a positive number, got {value!r}")
+        if total_count < 1:
+            raise InputDataError(f"total_count must be a positive integer, got {total_count}")
+        self.total_count = int(total_count)
+        self.prior_median = float(prior_median)
+        self.prior_sd = float(prior_sd)
+
+    @property
+    def initial_log_concentration(self) -> float:
+        """``log`` of the prior median: where each member's ``log c`` starts."""
+        return float(np.log(self.prior_median))
+
+    def prior_log_prob(self, log_concentration: Tensor) -> Tensor:
+        """Log density of the LogNormal prior at ``c = exp(log_concentration)``, summed.
+
+        The density is over ``c`` (the MAP point of ``c``, not of ``log c``); `...` in, a
+        scalar out.
+        """
+        prior = dist.LogNormal(
+            torch.tensor(self.initial_log_concentration, dtype=log_concentration.dtype),
+            torch.tensor(self.prior_sd, dtype=log_concentration.dtype),
+        )
+        return prior.log_prob(log_concentration.exp()).sum()
+
+    def with_concentration(self, concentration: Tensor) -> Likelihood:
+        """The likelihood for concentrations `M x 1` (broadcast against logits `... x M x n`)."""
+
+        def likelihood(logits: Tensor) -> dist.TorchDistribution:
+            p_hat = torch.sigmoid(logits)
+            c = concentration.to(logits.dtype)
+            count = torch.tensor(float(self.total_count), dtype=logits.dtype)
+            shape = torch.broadcast_shapes(p_hat.shape, c.shape)
+            return dist.BetaBinomial(
+                (c * p_hat).expand(shape),
+                (c * (1 - p_hat)).expand(shape),
+                total_count=count.expand(shape),
+            )
+
+        return likelihood
+
+    def __call__(self, logits: Tensor) -> dist.TorchDistribution:
+        """The likelihood at the prior median (before fitting)."""
+        c = torch.tensor(self.prior_median, dtype=logits.dtype)
+        return self.with_concentration(c)(logits)
+
+
+def latent_beta_binomial(
+    total_count: int, prior_median: float = 10.0, prior_sd: float = 1.0
+) -> LatentConcentration:
+    """The beta-binomial with a learned concentration (:class:`LatentConcentration`)."""
+    return LatentConcentration(total_count, prior_median, prior_sd)

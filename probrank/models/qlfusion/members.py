@@ -182,6 +182,12 @@ class CrossFit:
         coverage: ``{variant: {"coverage_50": ..., "coverage_90": ...}}``: the share of test
             lists whose observed proportion lies in its 50% / 90% posterior predictive
             interval (neural variants; :mod:`~probrank.models.qlfusion.predictive`).
+        loo: ``{variant: {"elpd_loo_per_list": ..., "se_per_list": ..., "p_loo": ...,
+            "pareto_k_bad": ...}}``: PSIS-LOO of the training lists under the counts'
+            likelihood (Bayesian binomial-loss variants;
+            :func:`~probrank.models.qlfusion.predictive.members_loo`).
+        concentration: ``{variant: [c of each fold x run member]}`` for a latent
+            concentration (``likelihood = "latent_beta_binomial"``).
     """
 
     data: CrossFitData
@@ -194,6 +200,8 @@ class CrossFit:
     seconds: dict[str, float]
     quantifiers: dict[str, Any]
     coverage: dict[str, dict[str, float]] = field(default_factory=dict)
+    loo: dict[str, dict[str, float]] = field(default_factory=dict)
+    concentration: dict[str, list[float]] = field(default_factory=dict)
 
     def weights(self, variant: str = "qlfusion", part: str = "test") -> dict[str, dict[str, float]]:
         """Fusion weights ``{run: {topic: p_hat}}`` of ``variant`` on ``part``'s lists."""

@@ -194,7 +194,7 @@ class QLFusion:
         validation = part(val_idx)
         shares = predictive_shares(
             net.predict(validation["x"], s.posterior_samples, seed=seed),
-            s.likelihood_factory()(s.depth),
+            net.likelihoods()[0],
             s.depth,
             seed=seed,
         )
@@ -207,6 +207,8 @@ class QLFusion:
             "seed": seed,
             "validation_coverage": interval_coverage(shares, validation["counts"] / s.depth),
         }
+        if net.concentration is not None:  # a learned over-dispersion, one per run
+            self._info["concentration"] = net.concentration.reshape(-1).tolist()
         return self
 
     def _new_net(self, runs: int, seed: int) -> QLFusionNet:
@@ -358,6 +360,8 @@ class QLFusion:
             seconds=info["seconds"],
             quantifiers=info["quantifiers"],
             coverage=info["coverage"],
+            loo=info["loo"],
+            concentration=info["concentration"],
         )
 
     def svi_vs_nuts(
@@ -472,7 +476,7 @@ class QLFusion:
         if predictive:
             check_unit_interval("level", level)
             shares = predictive_shares(
-                post.draws, s.likelihood_factory()(s.depth), s.depth, seed=s.seed
+                post.draws, self._require_fitted().likelihoods()[0], s.depth, seed=s.seed
             )
             lower, upper = predictive_interval(shares, level)
         else:

@@ -44,6 +44,7 @@ from probrank.fusion.normalize import normalize_scores
 from probrank.inference.ensemble_batches import EnsembleBatches
 from probrank.inference.svi import FitResult, FusedAdam, fit_svi
 from probrank.likelihoods.proportion import Likelihood, binomial_proportion, gaussian_proportion
+from probrank.models.qlfusion.likelihoods import LatentConcentration
 from probrank.nn.bayesian_linear import BayesianLinear
 
 __all__ = [
@@ -251,15 +252,70 @@ class QLFusionNet(PyroModule):
             )
         else:
             self.output = _DeterministicLinear(hidden, 1, num_models, generator)
+        built = None if likelihood is None else likelihood(self.total_count)
+        self._latent = built if isinstance(built, LatentConcentration) else None
+        if self._latent is not None:  # log c of each member, learned with the network
+            self.concentration_layer = _LogConcentration(
+                num_models, self._latent.initial_log_concentration
+            )
 
-    def likelihoods(self) -> tuple[Likelihood, Likelihood]:
+    @torch.no_grad()
+    def refit_concentration(
+        self, x: Tensor, counts: Tensor, mask: Tensor, *, points: int = 601
+    ) -> None:
+        """Set each member's latent concentration to its MAP given the fitted network.
+
+        Training keeps every parameter at the epoch of best validation MAE, which ``c`` does
+        not affect, so the ``c`` of that epoch need not have converged. With the network fixed
+        (the guide's mean weights), ``log p(k | c) + log p(c)`` over a member's training lists
+        is a smooth function of one number: maximised on a grid of ``points`` values of
+        ``log c`` in ``[log 0.1, log 1e5]`` (no-op without a latent concentration).
+
+        Args:
+            x: `M x n x k` training inputs.
+            counts: `M x n` relevant counts.
+            mask: `M x n` bool, False on padding rows.
+        """
+        if self._latent is None:
+            return
+        p_hat = self.predict(x, mean_weights=True)[0].double().clamp(1e-9, 1 - 1e-9)
+        grid = torch.linspace(math.log(0.1), math.log(1e5), points, dtype=torch.float64)
+        c = grid.exp().view(-1, 1, 1)  # G x 1 x 1
+        total = torch.tensor(float(self.total_count), dtype=torch.float64)
+        log_lik = dist.BetaBinomial(c * p_hat, c * (1 - p_hat), total_count=total).log_prob(
+            counts.double()
+        )  # G x M x n
+        objective = (log_lik * mask.double()).sum(-1) + dist.LogNormal(
+            self._latent.initial_log_concentration, self._latent.prior_sd
+        ).log_prob(c.view(-1, 1))  # G x M
+        best = grid[objective.argmax(0)]
+        log_value = self.concentration_layer.log_value
+        log_value.copy_(best.view(-1, 1).to(log_value))
+
+    @property
+    def concentration(self) -> Tensor | None:
+        """`M x 1` learned concentrations (:class:`~probrank.models.qlfusion.likelihoods.
+        LatentConcentration`), or None for a likelihood without one."""
+        if self._latent is None:
+            return None
+        return self.concentration_layer.log_value.detach().exp()
+
+    def likelihoods(self, members: Tensor | None = None) -> tuple[Likelihood, Likelihood]:
         """The counts' likelihood of the ``"binomial"`` members (the paper's binomial, or the
-        ``likelihood`` given) and the Gaussian (MSE) one, of counts out of `k`."""
-        counts = (
-            binomial_proportion(self.total_count)
-            if self._likelihood is None
-            else self._likelihood(self.total_count)
-        )
+        ``likelihood`` given) and the Gaussian (MSE) one, of counts out of `k`.
+
+        Args:
+            members: `M'` member indices whose learned parameters (a latent concentration)
+                the likelihood takes, for logits `... x M' x n` (default: all `M`).
+        """
+        if self._latent is not None:
+            log_c = self.concentration_layer.log_value.detach()
+            log_c = log_c if members is None else log_c[members]
+            counts = self._latent.with_concentration(log_c.exp())
+        elif self._likelihood is None:
+            counts = binomial_proportion(self.total_count)
+        else:
+            counts = self._likelihood(self.total_count)
         return counts, gaussian_proportion(self.total_count)
 
     def features(self, x: Tensor, groups: RowGroups | None = None) -> Tensor:
@@ -322,6 +378,11 @@ class QLFusionNet(PyroModule):
         """
         logits = self(x, groups)
         p_hat = pyro.deterministic("p_hat", torch.sigmoid(logits))
+        counts_likelihood, mse_likelihood = self.likelihoods()
+        if self._latent is not None:  # the concentration's prior, once per step (MAP)
+            log_c = self.concentration_layer()
+            pyro.factor("concentration_prior", self._latent.prior_log_prob(log_c))
+            counts_likelihood = self._latent.with_concentration(log_c.exp())
         keep = torch.ones_like(logits, dtype=torch.bool) if mask is None else mask.bool()
         binomial = self.binomial.view(-1, 1)
         with (
@@ -330,7 +391,10 @@ class QLFusionNet(PyroModule):
             poutine.scale(scale=scale if scale is not None else 1.0),
         ):
             for name, likelihood, selected in zip(
-                ("k_rel", "k_rel_mse"), self.likelihoods(), (binomial, ~binomial), strict=True
+                ("k_rel", "k_rel_mse"),
+                (counts_likelihood, mse_likelihood),
+                (binomial, ~binomial),
+                strict=True,
             ):
                 if bool(selected.any()):
                     pyro.sample(name, likelihood(logits).mask(keep & selected), obs=counts)  # type: ignore[attr-defined]
@@ -378,6 +442,19 @@ class QLFusionNet(PyroModule):
         return torch.sigmoid(out.predictive(hidden, num_samples, seed=seed).squeeze(-1))
 
 
+class _LogConcentration(PyroModule):
+    """``log c`` of each member's latent concentration (`M x 1`), a point estimate learned by
+    the same SVI steps as the hidden layer (read through ``forward`` so that Pyro registers it
+    in the parameter store, which keeps each member's best-epoch value)."""
+
+    def __init__(self, members: int, start: float) -> None:
+        super().__init__()
+        self.log_value = nn.Parameter(torch.full((members, 1), start))
+
+    def forward(self) -> Tensor:
+        return self.log_value
+
+
 @dataclass
 class TrainedQuantifier:
     """Quantifiers trained for every (batch size, loss) pair, one batch size chosen per member.
@@ -421,12 +498,24 @@ class TrainedQuantifier:
         Returns:
             `S x M x n` proportions.
         """
-        li = self.losses.index(parse_enum(QuantifierLoss, loss, "loss"))
-        b, l_count, m = len(self.batch_sizes), len(self.losses), x.shape[0]
-        member = (self.chosen[li] * l_count + li) * m + torch.arange(m)
+        b, l_count = len(self.batch_sizes), len(self.losses)
+        member = self.chosen_members(loss)
         full = x.unsqueeze(0).expand(b * l_count, *x.shape).reshape(-1, *x.shape[1:])
         draws = self.net.predict(full, num_samples, seed=seed)
         return draws[:, member]
+
+    def chosen_members(self, loss: QuantifierLoss | str = QuantifierLoss.BINOMIAL) -> Tensor:
+        """`M` indices into :attr:`net`'s members: each member's chosen batch size."""
+        li = self.losses.index(parse_enum(QuantifierLoss, loss, "loss"))
+        m = self.chosen.shape[-1]
+        return (self.chosen[li] * len(self.losses) + li) * m + torch.arange(m)
+
+    def likelihood(self, loss: QuantifierLoss | str = QuantifierLoss.BINOMIAL) -> Likelihood:
+        """The counts' likelihood of the chosen members (with their learned parameters, if
+        any), for logits `... x M x n`."""
+        parsed = parse_enum(QuantifierLoss, loss, "loss")
+        counts, mse = self.net.likelihoods(self.chosen_members(parsed))
+        return counts if parsed is QuantifierLoss.BINOMIAL else mse
 
     def predict(
         self,
@@ -591,6 +680,9 @@ def train_quantifier(
         description="quantifiers" + ("" if bayesian else " (det.)"),
         validate=False,
     )
+    net.refit_concentration(
+        tile(x, copies), tile(counts, copies), tile(mask, copies)
+    )  # a latent c at its MAP given the best-epoch network
     shape = (len(sizes), len(loss_list), members)
     val_mae = torch.as_tensor(fit.best_metric, dtype=torch.float64).view(shape)
     best_period = torch.as_tensor(fit.best_epoch, dtype=torch.float64).view(shape)

@@ -21,8 +21,11 @@ from probrank.likelihoods.proportion import Likelihood
 
 __all__ = [
     "COVERAGE_LEVELS",
+    "LOO_DRAWS",
     "coverage_key",
     "interval_coverage",
+    "members_loo",
+    "pointwise_log_likelihood",
     "predictive_interval",
     "predictive_shares",
 ]
@@ -121,3 +124,68 @@ def interval_coverage(
         )
         out[coverage_key(level)] = float(inside[keep].double().mean()) if keep.any() else math.nan
     return out
+
+
+LOO_DRAWS = 1000
+"""Posterior draws behind each PSIS-LOO estimate (the guide's draws are independent, so the
+Pareto ``k`` diagnostic is what checks them)."""
+
+
+def pointwise_log_likelihood(draws: Tensor, likelihood: Likelihood, counts: Tensor) -> Tensor:
+    """``log p(k_i | p_hat_s)`` of every list under every posterior draw.
+
+    Args:
+        draws: `S x M x n` posterior draws of ``p_hat``.
+        likelihood: ``logits -> Distribution`` over the counts, for logits `... x M x n`.
+        counts: `M x n` observed relevant counts.
+
+    Returns:
+        `S x M x n` log-likelihoods (float64).
+    """
+    p = draws.detach().double().clamp(1e-9, 1 - 1e-9)
+    return likelihood(torch.logit(p)).log_prob(counts.double().expand(p.shape)).double()
+
+
+def members_loo(draws: Tensor, log_lik: Tensor, mask: Tensor) -> dict[str, float]:
+    """PSIS-LOO of each member's lists (:func:`probrank.diagnostics.loo`), pooled.
+
+    Each member (one fold's quantifier of one run) is its own model of its own lists; the
+    report is per list, so that collections and likelihoods of different sizes compare:
+
+    * ``elpd_loo_per_list``: summed ``elpd_loo`` over members / lists;
+    * ``se_per_list``: the members' standard errors combined (independent members) / lists;
+    * ``p_loo``: the mean effective number of parameters per member;
+    * ``pareto_k_bad``: the share of lists with Pareto ``k > 0.7`` (their estimate is not
+      reliable; 0 when every estimate is).
+
+    Args:
+        draws: `S x M x n` the posterior draws of ``p_hat`` (the ``posterior`` group).
+        log_lik: `S x M x n` pointwise log-likelihoods (:func:`pointwise_log_likelihood`).
+        mask: `M x n` bool, False on padding rows.
+    """
+    import arviz as az
+
+    from probrank.diagnostics import loo
+
+    elpd = variance = p_loo = bad = lists = 0.0
+    members = log_lik.shape[1]
+    for m in range(members):
+        keep = mask[m].bool()
+        values = log_lik[:, m, keep].numpy()[None]  # chain x draw x list
+        # one chain of independent draws: ArviZ takes the relative efficiency as 1
+        data = az.from_dict(
+            posterior={"p_hat": draws[:, m, keep].double().numpy()[None]},
+            log_likelihood={"k": values},
+        )
+        result = loo(data)
+        elpd += result.elpd_loo
+        variance += result.se**2
+        p_loo += result.p_loo
+        bad += result.bad_k
+        lists += result.num_observations
+    return {
+        "elpd_loo_per_list": elpd / lists,
+        "se_per_list": math.sqrt(variance) / lists,
+        "p_loo": p_loo / members,
+        "pareto_k_bad": bad / lists,
+    }

@@ -27,7 +27,13 @@ from torch import Tensor
 from probrank.exceptions import InputDataError
 from probrank.models.qlfusion.network import QuantifierLoss, TrainedQuantifier, train_quantifier
 from probrank.models.qlfusion.plus_features import standardize
-from probrank.models.qlfusion.predictive import interval_coverage, predictive_shares
+from probrank.models.qlfusion.predictive import (
+    LOO_DRAWS,
+    interval_coverage,
+    members_loo,
+    pointwise_log_likelihood,
+    predictive_shares,
+)
 from probrank.models.qlfusion.settings import QLFusionSettings, WeightRule
 
 __all__ = [
@@ -236,19 +242,24 @@ def _neural_group(
             return torch.quantile(draws, q, dim=0)
         return draws.mean(0)
 
-    counts_likelihood, mse_likelihood = trained.net.likelihoods()
     n_list = trained.net.total_count
-    info["coverage"] = {}
+    info["coverage"], info["loo"], info["concentration"] = {}, {}, {}
     for name in names:
         variant = VARIANTS[name]
         li = trained.losses.index(variant.loss)
         test_draws = draws(test["x"], variant)
         preds[name] = weight(test_draws, variant)
-        likelihood = (
-            counts_likelihood if variant.loss is QuantifierLoss.BINOMIAL else mse_likelihood
-        )
+        likelihood = trained.likelihood(variant.loss)
         shares = predictive_shares(test_draws, likelihood, n_list, seed=seed)
         info["coverage"][name] = interval_coverage(shares, test["counts"] / n_list, test["mask"])
+        if bayesian and variant.loss is QuantifierLoss.BINOMIAL:  # the counts' likelihood
+            loo_draws = trained.draws(train["x"], variant.loss, LOO_DRAWS, seed=seed)
+            log_lik = pointwise_log_likelihood(loo_draws, likelihood, train["counts"])
+            info["loo"][name] = members_loo(loo_draws, log_lik, train["mask"])
+        concentration = trained.net.concentration
+        if concentration is not None:
+            chosen_c = concentration.reshape(-1)[trained.chosen_members(variant.loss)]
+            info["concentration"][name] = chosen_c.tolist()
         info["val_predictions"][name] = weight(draws(val["x"], variant), variant)
         info["quantifiers"][name] = trained
         info["batch_sizes"][name] = trained.chosen_batch_sizes()[li]
@@ -375,12 +386,13 @@ def merge_group_predictions(
     preds: dict[str, Tensor] = {}
     info: dict[str, Any] = {
         "quantifiers": {}, "test_mae": {}, "val_mae": {}, "val_predictions": {},
-        "batch_sizes": {}, "seconds": {}, "coverage": {},
+        "batch_sizes": {}, "seconds": {}, "coverage": {}, "loo": {}, "concentration": {},
     }  # fmt: skip
     for group_preds, group_info in results:
         preds.update(group_preds)
         for field_name in (
             "quantifiers", "batch_sizes", "val_mae", "val_predictions", "seconds", "coverage",
+            "loo", "concentration",
         ):  # fmt: skip
             info[field_name].update(group_info.get(field_name, {}))
     test = parts[2]
@@ -415,10 +427,12 @@ def member_predictions(
         configuration, mean over members), ``val_predictions`` (`M x n_val` weights of the
         validation lists, for selection on validation), ``batch_sizes``, ``quantifiers``
         (the trained models), ``coverage`` (neural variants' held-out predictive coverage at
-        50% and 90%) and ``seconds`` (wall time of each training group, e.g.
-        ``"bayesian/scores"``). The groups (:func:`training_groups`) are trained one after
-        another here; they are independent and may as well run apart
-        (:func:`group_predictions`, :func:`merge_group_predictions`).
+        50% and 90%), ``loo`` (Bayesian count-likelihood variants' PSIS-LOO of their training
+        lists, :func:`~probrank.models.qlfusion.predictive.members_loo`), ``concentration``
+        (each member's learned concentration, for a latent one) and ``seconds`` (wall time
+        of each training group, e.g. ``"bayesian/scores"``). The groups
+        (:func:`training_groups`) are trained one after another here; they are independent
+        and may as well run apart (:func:`group_predictions`, :func:`merge_group_predictions`).
     """
     results = [
         group_predictions(parts, group, seed=seed, settings=settings, progress=progress)

@@ -61,6 +61,14 @@ def _logit_normal(total_count: int, scale: float = 1.0) -> Any:
     return logit_normal_proportion(total_count, scale)
 
 
+def _latent_beta_binomial(
+    total_count: int, prior_median: float = 10.0, prior_sd: float = 1.0
+) -> Any:
+    from probrank.models.qlfusion.likelihoods import latent_beta_binomial
+
+    return latent_beta_binomial(total_count, prior_median, prior_sd)
+
+
 PRIORS: Mapping[str, Callable[..., Any]] = {"normal": _normal_prior}
 """Built-in priors of the output layer's weights, by name: ``fn(**prior_args) -> Distribution``
 (``"normal"``: N(0, ``scale``), the paper's with scale 1)."""
@@ -69,12 +77,16 @@ PROPORTION_LIKELIHOODS: Mapping[str, Callable[..., Any]] = {
     "binomial": _binomial,
     "beta_binomial": _beta_binomial,
     "logit_normal": _logit_normal,
+    "latent_beta_binomial": _latent_beta_binomial,
 }
 """Built-in likelihoods of the relevant counts, by name: ``fn(total_count, **likelihood_args)
 -> (logits -> Distribution)`` (``"binomial"``: the paper's; ``"beta_binomial"``: over-dispersed,
 ``concentration`` c, :func:`probrank.likelihoods.beta_binomial_proportion`;
 ``"logit_normal"``: hierarchical, a Normal(0, ``scale``) random effect per list on the logit,
-:func:`probrank.models.qlfusion.likelihoods.logit_normal_proportion`)."""
+:func:`probrank.models.qlfusion.likelihoods.logit_normal_proportion`;
+``"latent_beta_binomial"``: a beta-binomial whose concentration each run's quantifier learns
+under a LogNormal(log ``prior_median``, ``prior_sd``) prior,
+:class:`probrank.models.qlfusion.likelihoods.LatentConcentration`)."""
 
 
 def _plugin_field(kind: PluginKind, builtins: Mapping[str, Any], default: str) -> Any:

@@ -121,3 +121,43 @@ def test_fit_reports_validation_coverage_and_predictive_proportions() -> None:
     assert (
         (predictive["lower"] <= predictive["mean"]) & (predictive["mean"] <= predictive["upper"])
     ).all()
+
+
+def test_psis_loo_of_a_point_posterior_is_the_log_likelihood() -> None:
+    """With every draw equal, leaving a list out changes nothing: elpd_loo is the sum of the
+    lists' log-likelihoods (scipy's binomial pmf) and p_loo is 0 (Pareto k is undefined for
+    equal weights and not checked)."""
+    from probrank.models.qlfusion.predictive import members_loo, pointwise_log_likelihood
+
+    p = torch.tensor([[0.2, 0.5, 0.7], [0.1, 0.3, 0.9]], dtype=torch.float64)
+    counts = torch.tensor([[25.0, 48.0, 60.0], [5.0, 40.0, 88.0]], dtype=torch.float64)
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    draws = p.expand(400, 2, 3)
+    log_lik = pointwise_log_likelihood(draws, binomial_proportion(N), counts)
+    expected = stats.binom.logpmf(counts.numpy(), N, p.numpy())
+    np.testing.assert_allclose(log_lik[0].numpy(), expected, rtol=1e-12)
+    out = members_loo(draws, log_lik, mask)
+    assert out["elpd_loo_per_list"] == pytest.approx(expected[mask.numpy()].sum() / 5, rel=1e-9)
+    assert out["p_loo"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_psis_loo_prefers_the_likelihood_that_generated_the_counts() -> None:
+    """Over-dispersed counts (beta-binomial, c = 5): the beta-binomial's elpd per list is
+    higher than the binomial's by far more than its standard error."""
+    from probrank.models.qlfusion.predictive import members_loo, pointwise_log_likelihood
+
+    torch.manual_seed(0)
+    p = torch.full((1, 300), 0.3, dtype=torch.float64)
+    shares = torch.distributions.Beta(1.5, 3.5).sample(p.shape)  # mean 0.3, c = 5
+    counts = torch.distributions.Binomial(N, shares).sample()
+    draws = (p + 0.01 * torch.randn(500, 1, 300, dtype=torch.float64)).clamp(0.01, 0.99)
+    mask = torch.ones(1, 300, dtype=torch.bool)
+    scores = {}
+    for name, likelihood in (
+        ("binomial", binomial_proportion(N)),
+        ("beta_binomial", beta_binomial_proportion(N, 5.0)),
+    ):
+        scores[name] = members_loo(draws, pointwise_log_likelihood(draws, likelihood, counts), mask)
+    gap = scores["beta_binomial"]["elpd_loo_per_list"] - scores["binomial"]["elpd_loo_per_list"]
+    assert gap > 5 * scores["binomial"]["se_per_list"]
+    assert scores["beta_binomial"]["pareto_k_bad"] == 0.0
