@@ -28,12 +28,13 @@ DEMO_MEASURES = ("P@5", "nDCG@5", "nDCG@10", "AP")
 
 DEMO_LIKELIHOODS: dict[str, tuple[str, dict[str, float]]] = {
     "qlfusion": ("binomial", {}),
-    "qlfusion_beta_binomial": ("beta_binomial", {"concentration": 10.0}),
+    "qlfusion_latent": ("latent_beta_binomial", {}),
 }
-"""The QLFusion models the demo cross-fits: the paper's binomial likelihood and the
-over-dispersed beta-binomial (``QLFusionSettings.likelihood`` and ``likelihood_args``)."""
+"""The QLFusion models the demo cross-fits: the paper's binomial likelihood and the default,
+a beta-binomial whose concentration each run's quantifier learns
+(``QLFusionSettings.likelihood`` and ``likelihood_args``)."""
 
-SHOWN = "qlfusion_beta_binomial"
+SHOWN = "qlfusion_latent"
 """The model whose held-out predictions and predictive intervals the figure's left panel shows."""
 
 
@@ -63,7 +64,8 @@ def qlfusion_demo(
     Returns:
         ``{method: {measure: value}}`` for ``combsum``, ``combmnz`` and each model of
         :data:`DEMO_LIKELIHOODS` (``qlfusion``: the paper's binomial likelihood;
-        ``qlfusion_beta_binomial``), with P@5, nDCG@5, nDCG@10 and AP, plus, by model,
+        ``qlfusion_latent``: the default, a learned over-dispersion), with P@5, nDCG@5,
+        nDCG@10 and AP, plus, by model,
         ``"qlfusion_mae"`` ``{model: test MAE of the predicted proportion}``,
         ``"qlfusion_coverage"`` ``{model: {"coverage_50": ..., "coverage_90": ...}}`` (share
         of held-out lists whose true proportion lies in its 50% / 90% posterior predictive
@@ -100,9 +102,8 @@ def qlfusion_demo(
             draws = cross_fit.quantifiers["qlfusion"].draws(
                 data.test["x"], "binomial", settings.posterior_samples, seed=seed
             )
-            shares = predictive_shares(
-                draws, settings.likelihood_factory()(depth), depth, seed=seed
-            )
+            likelihood = cross_fit.quantifiers["qlfusion"].likelihood("binomial")
+            shares = predictive_shares(draws, likelihood, depth, seed=seed)
         out[method] = evaluate(qrels, cross_fit.fuse(runs, name="fused"), measures)
         out["qlfusion_mae"][method] = cross_fit.test_mae["qlfusion"]
         true_p, mask, mean = data.test["counts"] / depth, data.test["mask"], draws.mean(0)

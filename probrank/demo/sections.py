@@ -91,7 +91,8 @@ def fusion_section(ctx: DemoContext) -> str:
         "QLFusion predicts, per (query, run), the proportion of relevant documents in the top "
         "100 with a Bayesian output layer trained by SVI, and weights each run's min-max "
         "scores by it; `qlfusion` is the paper's binomial likelihood, "
-        "`qlfusion_beta_binomial` an over-dispersed one (concentration 10). Per quantifier: "
+        "`qlfusion_latent` the default, a beta-binomial whose concentration (over-dispersion) "
+        "each run's quantifier learns. Per quantifier: "
         "test MAE of the predicted proportion, the share of held-out lists whose true "
         "proportion lies in its 50% / 90% posterior predictive interval (a relevant count "
         "drawn from the likelihood per posterior draw, over 100), and the Spearman "
@@ -100,7 +101,7 @@ def fusion_section(ctx: DemoContext) -> str:
         f"```\n{quantifiers}\n```\n\n"
         f"```\n{table}\n```\n\n"
         "Left: each held-out list's predicted proportion (posterior mean and 90% predictive "
-        "interval of `qlfusion_beta_binomial`) against the true one; right: the fused "
+        "interval of `qlfusion_latent`) against the true one; right: the fused "
         "runs.\n\n"
         f"![qlfusion]({posterior_figure.name})\n"
     )

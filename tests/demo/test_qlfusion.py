@@ -48,11 +48,11 @@ def test_qlfusion_demo_on_generated_runs(tmp_path: Path) -> None:
 def test_demo_predictions_follow_the_truth_within_each_run(tmp_path: Path) -> None:
     """On the demo's generated collection the quantifier is not flat within a run: its
     held-out predictions rank the lists of the better runs as their true proportions do, and
-    the beta-binomial's 90% predictive intervals cover most held-out lists."""
+    the default (latent beta-binomial) 90% predictive intervals cover most held-out lists."""
     from probrank.data.datasets.synthetic import score_distribution_runs
 
     c = score_distribution_runs(num_queries=20, num_docs=400, seed=0)  # the quick demo's
     out = qlfusion_demo(c.runs, c.qrels, seed=0, quick=True)
     for rho in out["qlfusion_spearman"].values():
         assert rho["synth1"] > 0.6 and rho["synth2"] > 0.5
-    assert out["qlfusion_coverage"]["qlfusion_beta_binomial"]["coverage_90"] > 0.8
+    assert out["qlfusion_coverage"]["qlfusion_latent"]["coverage_90"] > 0.8

@@ -189,7 +189,7 @@ def _sklearn_predictions(
 def model_parts(settings: QLFusionSettings) -> dict[str, Any]:
     """The prior and likelihood arguments of the quantifier network from the settings (none
     for the paper's N(0, 1) prior and binomial likelihood, whose code path stays the same)."""
-    if settings.default_model:
+    if settings.papers_model:
         return {}
     return {
         "weight_prior": settings.prior_distribution(),

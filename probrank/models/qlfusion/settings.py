@@ -121,7 +121,10 @@ class QLFusionSettings:
             ``"module.path:callable"`` returning a Pyro distribution over one weight.
         prior_args: Keyword arguments of ``prior``.
         likelihood: The likelihood of the relevant counts of the Bayesian variants: a name of
-            :data:`PROPORTION_LIKELIHOODS` or your own ``"module.path:callable"``
+            :data:`PROPORTION_LIKELIHOODS` (default ``"latent_beta_binomial"``: its held-out
+            90% predictive intervals cover 0.93 of Robust03's and 0.92 of CLEF TAR's lists,
+            the paper's ``"binomial"`` 0.36 and 0.27, with fusion within 0.005 of it; the
+            QLFusion card) or your own ``"module.path:callable"``
             ``fn(total_count, **likelihood_args)`` returning a callable of logits `... x m`
             to a distribution with batch shape `... x m` (:mod:`probrank._plugins` checks it).
         likelihood_args: Keyword arguments of ``likelihood``.
@@ -148,7 +151,7 @@ class QLFusionSettings:
     prior: str = _plugin_field(PluginKind.PRIOR, PRIORS, "normal")
     prior_args: dict[str, float] = field(default_factory=dict)
     likelihood: str = _plugin_field(
-        PluginKind.PROPORTION_LIKELIHOOD, PROPORTION_LIKELIHOODS, "binomial"
+        PluginKind.PROPORTION_LIKELIHOOD, PROPORTION_LIKELIHOODS, "latent_beta_binomial"
     )
     likelihood_args: dict[str, float] = field(default_factory=dict)
     seed: int = 0
@@ -225,7 +228,7 @@ class QLFusionSettings:
         return spec.build
 
     @property
-    def default_model(self) -> bool:
+    def papers_model(self) -> bool:
         """Whether the prior and likelihood are the paper's (N(0, 1), binomial)."""
         return (
             self.prior == "normal"

@@ -25,10 +25,18 @@ def _trace(settings: QLFusionSettings) -> poutine.Trace:
     return poutine.trace(net.model).get_trace(x, counts)
 
 
-def test_the_papers_defaults_add_nothing() -> None:
-    assert QLFusionSettings().default_model and model_parts(QLFusionSettings()) == {}
-    site = _trace(QLFusionSettings()).nodes["k_rel"]
+def test_the_papers_model_adds_nothing() -> None:
+    papers = QLFusionSettings(likelihood="binomial")
+    assert papers.papers_model and model_parts(papers) == {}
+    site = _trace(papers).nodes["k_rel"]
     assert isinstance(site["fn"].base_dist, dist.Binomial)
+
+
+def test_the_default_likelihood_is_the_latent_beta_binomial() -> None:
+    settings = QLFusionSettings()
+    assert settings.likelihood == "latent_beta_binomial" and not settings.papers_model
+    site = _trace(settings).nodes["k_rel"]
+    assert isinstance(site["fn"].base_dist, dist.BetaBinomial)
 
 
 def test_a_beta_binomial_likelihood_and_a_laplace_prior_reach_the_model() -> None:

@@ -123,6 +123,7 @@ def test_fit_reports_validation_coverage_and_predictive_proportions() -> None:
     ).all()
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_psis_loo_of_a_point_posterior_is_the_log_likelihood() -> None:
     """With every draw equal, leaving a list out changes nothing: elpd_loo is the sum of the
     lists' log-likelihoods (scipy's binomial pmf) and p_loo is 0 (Pareto k is undefined for
