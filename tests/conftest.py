@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,3 +45,67 @@ def shared_data() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+# -- a closed capture file must not fail every later test --------------------------------------
+
+
+def _capture_closed(config: pytest.Config) -> bool:
+    """Whether pytest's global capture file (what ``sys.stdout`` / ``sys.stderr`` are between
+    fixtures) has been closed."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    multi = getattr(capman, "_global_capturing", None)
+    if multi is None:
+        return False
+    streams = [getattr(multi, name, None) for name in ("out", "err")]
+    return any(getattr(getattr(s, "tmpfile", None), "closed", False) for s in streams)
+
+
+def _restart_capture_if_closed(item: pytest.Item) -> None:
+    """Start a fresh global capture when the old one's file was closed, and say so.
+
+    CI once saw every test after one on a pytest-xdist worker error with "I/O operation on
+    closed file" when capturing resumed: the worker's global capture file had been closed
+    between two test phases (by a finaliser or a thread; no test closes ``sys.stdout``, and
+    three full local runs, one on a fresh checkout and environment, never showed it). One
+    closed file then failed 700 unrelated tests and hid the real results. Checked before every
+    phase (before pytest's capture resumes), so the phase runs with a fresh capture; the
+    warning names the first test that found it closed, to find the cause.
+    """
+    if not _capture_closed(item.config):
+        return
+    capman = item.config.pluginmanager.getplugin("capturemanager")
+    old = capman._global_capturing
+    for name, capture in (("stdout", old.out), ("stderr", old.err)):
+        saved = getattr(getattr(capture, "syscapture", None), "_old", None)
+        if saved is not None and not getattr(saved, "closed", True):
+            setattr(sys, name, saved)  # what pytest found before it captured
+        if getattr(capture, "targetfd_save", None) is not None:
+            os.dup2(capture.targetfd_save, capture.targetfd)
+    capman._global_capturing = None
+    capman.start_global_capturing()
+    capman.suspend_global_capture()
+    item.warn(
+        pytest.PytestWarning(
+            "pytest's global capture file was found closed before this test phase (closed "
+            "by an earlier test's finaliser or thread); capturing was restarted"
+        )
+    )
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> object:
+    _restart_capture_if_closed(item)
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> object:
+    _restart_capture_if_closed(item)
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    _restart_capture_if_closed(item)
+    return (yield)
