@@ -126,6 +126,9 @@ def interval_coverage(
     return out
 
 
+_LOG_LIK_CHUNK = 50
+"""Posterior draws per evaluation of the likelihood in :func:`pointwise_log_likelihood`."""
+
 LOO_DRAWS = 1000
 """Posterior draws behind each PSIS-LOO estimate (the guide's draws are independent, so the
 Pareto ``k`` diagnostic is what checks them)."""
@@ -143,7 +146,14 @@ def pointwise_log_likelihood(draws: Tensor, likelihood: Likelihood, counts: Tens
         `S x M x n` log-likelihoods (float64).
     """
     p = draws.detach().double().clamp(1e-9, 1 - 1e-9)
-    return likelihood(torch.logit(p)).log_prob(counts.double().expand(p.shape)).double()
+    k = counts.double()
+    # in chunks of draws: a likelihood integrated on a grid (logit-normal) holds a grid per
+    # value, 161 times the draws' memory
+    chunks = [
+        likelihood(torch.logit(part)).log_prob(k.expand(part.shape)).double()
+        for part in p.split(_LOG_LIK_CHUNK)
+    ]
+    return torch.cat(chunks)
 
 
 def members_loo(draws: Tensor, log_lik: Tensor, mask: Tensor) -> dict[str, float]:
