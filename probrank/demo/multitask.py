@@ -2,8 +2,10 @@
 
 Questions get 4 to 10 answers with `d`-dimensional features; a hidden linear utility plus noise
 sets each answer's grade 1..4 (by fixed cut points) and its label (grade >= 3), as MEDIQA's
-ReferenceScore does. The deterministic and the Bayesian head (:mod:`probrank.models.multitask`)
-are fitted on training questions, early-stopped on validation questions and scored on test
+ReferenceScore does. The deterministic and the Bayesian head are each a
+:class:`~probrank.models.multitask.MultiTaskRanker` (one ranking weight, the P(keep) threshold
+0.5, no keep-top rule) fitted with :meth:`~probrank.models.multitask.MultiTaskRanker.
+fit_features` on training questions, early-stopped on validation questions and scored on test
 questions: accuracy of P(correct) > 0.5, MRR of the first correct answer labelled correct,
 ECE of P(correct), and the Bayesian head's posterior utility spread.
 """
@@ -20,7 +22,13 @@ from probrank._files import new_figure, save_figure
 from probrank.evaluation.calibration import expected_calibration_error
 from probrank.evaluation.calibration_plots import plot_reliability
 from probrank.experiments.results import format_table
-from probrank.models.multitask import MultiTaskData, MultiTaskNet, fit_multitask, predict_multitask
+from probrank.models.multitask import (
+    AnswerFeatures,
+    KeepTop,
+    MultiTaskData,
+    MultiTaskRanker,
+    MultiTaskSettings,
+)
 
 __all__ = ["demo_section", "generated_answer_lists"]
 
@@ -62,6 +70,12 @@ def generated_answer_lists(
     return data, groups, grades
 
 
+def _answers(data: MultiTaskData, groups: list[list[int]], grades: list[int]) -> AnswerFeatures:
+    """The generated answers as the model's labelled features."""
+    names = [f"x{i}" for i in range(data.features.shape[1])]
+    return AnswerFeatures(data.features, groups, data.labels, grades, names)
+
+
 def _mrr(scores: Tensor, predicted: Tensor, labels: Tensor, groups: list[list[int]]) -> float:
     """MEDIQA-style MRR: 1 / position of the first answer labelled 1 that is correct."""
     total = 0.0
@@ -88,20 +102,30 @@ def demo_section(output_dir: Path, seed: int = 0, quick: bool = False) -> tuple[
         ``(markdown, {"deterministic" | "bayesian": {measure: value}})``.
     """
     sizes = (40, 15, 40) if quick else (120, 30, 120)
-    train, _, _ = generated_answer_lists(sizes[0], seed=seed)
-    val, _, _ = generated_answer_lists(sizes[1], seed=seed + 1)
+    train = _answers(*generated_answer_lists(sizes[0], seed=seed))
+    val = _answers(*generated_answer_lists(sizes[1], seed=seed + 1))
     test, groups, grades = generated_answer_lists(sizes[2], seed=seed + 2)
     results: dict[str, dict[str, float]] = {}
     probs: dict[str, np.ndarray] = {}
     spread: tuple[Tensor, Tensor] | None = None
     for name, bayesian in (("deterministic", False), ("bayesian", True)):
-        net = MultiTaskNet(train.features.shape[1], hidden=16, bayesian=bayesian, seed=seed)
-        net = net.double()
-        fit_multitask(
-            net, train, val, lr=2e-2, max_epochs=60 if quick else 150, patience=15, seed=seed
+        settings = MultiTaskSettings(
+            hidden=16,
+            bayesian=bayesian,
+            weight_decay=1e-4,
+            lr=2e-2,
+            max_epochs=60 if quick else 150,
+            patience=15,
+            ranking_weights=(0.7,),
+            thresholds=(0.5,),
+            keep_top=KeepTop.NEVER,
+            posterior_samples=200,
+            seed=seed,
+            progress=False,
         )
-        p, mean, sd = predict_multitask(net, test.features, num_samples=200, seed=seed)
-        predicted = (p > 0.5).double()
+        ranker = MultiTaskRanker(settings).fit_features(train, val)
+        p, mean, sd = ranker.predictive_features(test.features)
+        predicted = (p > ranker.choice["threshold"]).double()
         results[name] = {
             "accuracy": float((predicted == test.labels).double().mean()),
             "MRR": _mrr(mean, predicted, test.labels, groups),

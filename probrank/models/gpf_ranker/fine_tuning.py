@@ -1,17 +1,20 @@
 """The fine-tuned regime of the GPF ranker: the encoder and a head trained together end to end.
 
-:func:`fine_tune_checkpoints` is one (head, seed) run of the ``gpf_finetune`` protocol: a fresh
-encoder (``[encoder]``, cross-encoder by default, ``freeze = false``) and head trained with
-AdamW (:func:`probrank.encoders.fine_tune.fine_tune`; the head's loss plus the GP prior
-penalty ``/ n`` for SNGP/GPF); after every epoch of the grid the posterior is completed (the
-exact Laplace pass of the GP heads) and the validation predictive kept as a
-:class:`~probrank.models.gpf_ranker.selection.Checkpoint`, the other sets' predictive by epoch,
-for :func:`~probrank.models.gpf_ranker.selection.select`.
+:meth:`GPFRanker.fit_fine_tuned <probrank.models.gpf_ranker.GPFRanker.fit_fine_tuned>` is one
+(head, seed) run of the ``gpf_finetune`` protocol (:func:`fit_fine_tuned` here): per training
+setting of the head (each focal ``gamma`` of GPF's grid), a fresh encoder (cross-encoder by
+default) and head are trained with AdamW (:func:`probrank.encoders.fine_tune.fine_tune`; the
+head's loss plus the GP prior penalty ``/ n`` for SNGP/GPF); after every epoch of the grid the
+posterior is completed (the exact Laplace pass of the GP heads) and the validation predictive
+kept as a :class:`~probrank.models.gpf_ranker.selection.Checkpoint`, with the evaluation sets'
+predictive at that checkpoint. Per calibration family the checkpoint and calibration with the
+lowest validation NLL are chosen (:func:`~probrank.models.gpf_ranker.selection.select`) and the
+evaluation sets scored there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,10 +22,26 @@ import torch
 from torch import Tensor
 
 from probrank.data.candidates import CandidateList, pair_texts
-from probrank.models.gpf_ranker.selection import GP_HEADS, Checkpoint
-from probrank.models.gpf_ranker.settings import FineTuneSettings
+from probrank.encoders.transformer import TransformerEncoder
+from probrank.exceptions import InputDataError
+from probrank.models.gpf_ranker.selection import GP_HEADS, Checkpoint, Family, RegimeFit, select
+from probrank.models.gpf_ranker.settings import FineTuneSettings, GPFRankerSettings
+from probrank.nn.heads import HeadKind
 
-__all__ = ["PairSplit", "fine_tune_checkpoints", "pair_split"]
+__all__ = [
+    "PairSplit",
+    "fine_tune_checkpoints",
+    "fine_tune_encoder",
+    "fit_fine_tuned",
+    "pair_split",
+]
+
+_FINE_TUNED_HEADS = (HeadKind.DETERMINISTIC, HeadKind.SNGP, HeadKind.GPF)
+"""Heads trained in this regime (one fine-tuning run per training setting; MC dropout and the
+ensemble would need ``T`` passes or ``M`` fine-tunes)."""
+
+Predictive = dict[str, tuple[Tensor, Tensor]]
+"""``{set name: (m, v)}``: `n` predictive means and variances of the logits (float64)."""
 
 
 @dataclass
@@ -36,11 +55,28 @@ class PairSplit:
     labels: Tensor
 
 
-def pair_split(name: str, lists: list[CandidateList]) -> PairSplit:
+def pair_split(name: str, lists: Sequence[CandidateList]) -> PairSplit:
     """The :class:`PairSplit` of ``lists``."""
     queries, candidates = pair_texts(lists)
     labels = torch.tensor([y for item in lists for y in item.labels], dtype=torch.float32)
-    return PairSplit(name, lists, queries, candidates, labels)
+    return PairSplit(name, list(lists), queries, candidates, labels)
+
+
+def fine_tune_encoder(
+    table: Mapping[str, Any] | None = None, *, show_progress: bool = False
+) -> TransformerEncoder:
+    """A fresh trainable (``freeze=False``) encoder of an ``[encoder]`` table, by default a
+    cross-encoder (``[CLS] q [SEP] a``) at 128 tokens; None: the packaged all-MiniLM-L6-v2
+    (the ``gpf_finetune`` protocol's default)."""
+    from probrank.encoders.config import encoder_from_config
+
+    return encoder_from_config(
+        None if table is None else dict(table),
+        freeze=False,
+        show_progress=show_progress,
+        mode="cross",
+        max_length=128,
+    )
 
 
 @torch.no_grad()
@@ -48,48 +84,31 @@ def _features(encoder: Any, split: PairSplit) -> Tensor:
     return encoder.encode_pairs(split.queries, split.candidates).float()
 
 
-def _head_options(heads: Mapping[str, Any], name: str) -> dict[str, Any]:
-    fit_keys = ("epochs", "batch_size", "lr", "encoder_lr")
-    common = {k: heads[k] for k in ("hidden", "num_layers", "dropout") if k in heads}
-    own = {k: v for k, v in heads.get(name, {}).items() if k not in fit_keys}
-    return {**common, **own}
-
-
-def fine_tune_checkpoints(
-    name: str,
+def _fine_tune_checkpoints(
+    kind: str,
+    options: dict[str, Any],
     seed: int,
-    heads: Mapping[str, Any],
-    encoder_table: Mapping[str, Any] | None,
-    splits: Mapping[str, PairSplit],
-    shifts: list[str],
-    show_progress: bool,
-) -> tuple[list[Checkpoint], dict[int, dict[str, tuple[Tensor, Tensor]]]]:
-    """Fine-tune encoder + head ``name``; the checkpoints' validation predictive and, per
-    epoch, the ``(m, v)`` of the test and shift sets."""
-    from probrank.encoders.config import encoder_from_config
+    training: FineTuneSettings,
+    new_encoder: Callable[[], TransformerEncoder],
+    train: PairSplit,
+    validation: PairSplit,
+    evaluation: Mapping[str, PairSplit],
+) -> list[tuple[Checkpoint, Predictive]]:
+    """Fine-tune a fresh encoder with head ``kind`` (constructor ``options``, ``seed``
+    included); per epoch of ``training.epochs`` the checkpoint (validation predictive, no
+    state) and the evaluation sets' predictive."""
     from probrank.encoders.fine_tune import fine_tune
     from probrank.nn.heads import build_head
 
-    merged = {**heads, **heads.get(name, {})}
-    fit = FineTuneSettings.from_table(merged)
-    epochs_grid = list(fit.epochs)
+    epochs_grid = list(training.epochs)
     torch.manual_seed(seed)
-    encoder = encoder_from_config(
-        None if encoder_table is None else dict(encoder_table),
-        freeze=False,
-        show_progress=show_progress,
-        mode="cross",
-        max_length=128,
-    )
-    options = {**_head_options(heads, name), "seed": seed}
-    head = build_head(name, encoder.feature_dim, **options)
-    train = splits["train"]
+    encoder = new_encoder()
+    head = build_head(kind, encoder.feature_dim, **options)
     penalty = None
-    if name in GP_HEADS:
+    if kind in GP_HEADS:
         output = head.gp.output  # type: ignore[attr-defined]
         penalty = lambda: output.prior_penalty() / len(train.labels)  # noqa: E731
-    checkpoints: list[Checkpoint] = []
-    scored: dict[int, dict[str, tuple[Tensor, Tensor]]] = {}
+    kept: list[tuple[Checkpoint, Predictive]] = []
 
     def keep(epochs: int) -> None:
         if epochs not in epochs_grid:
@@ -97,11 +116,11 @@ def fine_tune_checkpoints(
         if penalty is not None:  # GP heads: the exact Laplace pass over the training pairs
             head.finalize(_features(encoder, train), 1024)
         predictive = {}
-        for role in ("validation", "test", *shifts):
-            mean, variance = head.logit_predictive(_features(encoder, splits[role]))
+        for role, split in (("validation", validation), *evaluation.items()):
+            mean, variance = head.logit_predictive(_features(encoder, split))
             predictive[role] = (mean.double().cpu(), variance.double().cpu())
-        checkpoints.append(Checkpoint(dict(options), epochs, {}, *predictive.pop("validation")))
-        scored[epochs] = predictive
+        val_mean, val_variance = predictive.pop("validation")
+        kept.append((Checkpoint(dict(options), epochs, {}, val_mean, val_variance), predictive))
 
     fine_tune(
         encoder,
@@ -113,9 +132,95 @@ def fine_tune_checkpoints(
         penalty=penalty,
         on_epoch_end=keep,
         epochs=epochs_grid[-1],
-        lr=float(fit.encoder_lr),
-        head_lr=float(fit.lr),
-        batch_size=int(fit.batch_size),
+        lr=float(training.encoder_lr),
+        head_lr=float(training.lr),
+        batch_size=int(training.batch_size),
         seed=seed,
     )
-    return checkpoints, scored
+    return kept
+
+
+def _as_split(name: str, data: Sequence[CandidateList] | PairSplit) -> PairSplit:
+    return data if isinstance(data, PairSplit) else pair_split(name, data)
+
+
+def fit_fine_tuned(
+    settings: GPFRankerSettings,
+    training: FineTuneSettings,
+    train: Sequence[CandidateList] | PairSplit,
+    validation: Sequence[CandidateList] | PairSplit,
+    evaluation: Mapping[str, Sequence[CandidateList] | PairSplit],
+    *,
+    new_encoder: Callable[[], TransformerEncoder],
+    families: Sequence[Family],
+    seed: int,
+) -> RegimeFit:
+    """The body of :meth:`GPFRanker.fit_fine_tuned
+    <probrank.models.gpf_ranker.GPFRanker.fit_fine_tuned>` (see there)."""
+    kind = settings.head
+    if kind not in _FINE_TUNED_HEADS:
+        raise InputDataError(
+            f"head {kind.value!r} is not fine-tuned end to end; choose from "
+            f"{', '.join(h.value for h in _FINE_TUNED_HEADS)}"
+        )
+    if not families:
+        raise InputDataError("families must not be empty")
+    train_split, val_split = _as_split("train", train), _as_split("validation", validation)
+    targets = {name: _as_split(name, data) for name, data in evaluation.items()}
+    kept: list[tuple[Checkpoint, Predictive]] = []
+    for options in settings.head_options():
+        kept += _fine_tune_checkpoints(
+            kind.value,
+            {**options, "seed": seed},
+            seed,
+            training,
+            new_encoder,
+            train_split,
+            val_split,
+            targets,
+        )
+    checkpoints = [checkpoint for checkpoint, _ in kept]
+    scored = {id(checkpoint): predictive for checkpoint, predictive in kept}
+    selections = {}
+    predictions = {}
+    for family in families:
+        selection = select(
+            kind.value, checkpoints, val_split.labels, Family(family), settings.mean_field_factors
+        )
+        key = (kind.value, Family(family))
+        selections[key] = selection
+        predictions[key] = {
+            name: (selection.calibration.probability(mean, variance), variance)
+            for name, (mean, variance) in scored[id(selection.checkpoint)].items()
+        }
+    return RegimeFit(selections, predictions)
+
+
+def fine_tune_checkpoints(
+    name: str,
+    seed: int,
+    heads: Mapping[str, Any],
+    encoder_table: Mapping[str, Any] | None,
+    splits: Mapping[str, PairSplit],
+    shifts: list[str],
+    show_progress: bool,
+) -> tuple[list[Checkpoint], dict[int, dict[str, tuple[Tensor, Tensor]]]]:
+    """Legacy entry point of the ``gpf_finetune`` protocol (until it calls
+    :meth:`GPFRanker.fit_fine_tuned <probrank.models.gpf_ranker.GPFRanker.fit_fine_tuned>`):
+    fine-tune encoder + head ``name`` of a ``[heads]`` table; the checkpoints' validation
+    predictive and, per epoch, the ``(m, v)`` of the test and shift sets."""
+    settings = GPFRankerSettings.from_heads_table(name, heads, defaults={"gammas": (2.0,)})
+    training = FineTuneSettings.from_table({**heads, **heads.get(name, {})})
+    kept: list[tuple[Checkpoint, Predictive]] = []
+    for options in settings.head_options():
+        kept += _fine_tune_checkpoints(
+            name,
+            {**options, "seed": seed},
+            seed,
+            training,
+            lambda: fine_tune_encoder(encoder_table, show_progress=show_progress),
+            splits["train"],
+            splits["validation"],
+            {role: splits[role] for role in ("test", *shifts)},
+        )
+    return [c for c, _ in kept], {c.epochs: p for c, p in kept}

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -39,6 +40,7 @@ from probrank.data.candidates import (
     split_lists,
 )
 from probrank.data.trec import Run
+from probrank.encoders.hidden_states import HiddenStateEncoder
 from probrank.encoders.transformer import TransformerEncoder
 from probrank.exceptions import InputDataError
 from probrank.models import _encoder, _persist
@@ -46,9 +48,16 @@ from probrank.models._settings import (
     settings_from_json,
     settings_to_json,
 )
+from probrank.models.gpf_ranker import fine_tuning, top_layers
+from probrank.models.gpf_ranker.fine_tuning import PairSplit
 from probrank.models.gpf_ranker.fitting import FittedHead, fit_standardised
-from probrank.models.gpf_ranker.selection import Family
-from probrank.models.gpf_ranker.settings import GPFRankerSettings
+from probrank.models.gpf_ranker.selection import Family, RegimeFit
+from probrank.models.gpf_ranker.settings import (
+    FineTuneSettings,
+    GPFRankerSettings,
+    TopLayersSettings,
+)
+from probrank.models.gpf_ranker.top_layers import TopLayerSplit
 from probrank.nn.heads import RelevanceHead, build_head
 from probrank.posteriors.preference import PreferenceUtilityModel
 from probrank.retrieval.risk import RankingCriterion, criterion_scores
@@ -219,6 +228,122 @@ class GPFRanker:
             model._adopt(mean, std, chosen, seed, ())
             out[family] = model
         return out
+
+    def fit_fine_tuned(
+        self,
+        train: Sequence[CandidateList] | PairSplit,
+        validation: Sequence[CandidateList] | PairSplit,
+        evaluation: Mapping[str, Sequence[CandidateList] | PairSplit] | None = None,
+        *,
+        training: FineTuneSettings | None = None,
+        encoder: Callable[[], TransformerEncoder] | None = None,
+        families: Sequence[Family] = (Family.PLAIN, Family.TEMPERATURE),
+        seed: int | None = None,
+        show_progress: bool = False,
+    ) -> RegimeFit:
+        """Validation-selection fit with the encoder fine-tuned end to end (GPF-BERT's regime).
+
+        Per training setting of the head (each of ``settings.gammas`` for GPF), a fresh
+        encoder (after ``torch.manual_seed(seed)``) and head are trained with AdamW; after each
+        epoch of ``training.epochs`` the GP heads' Laplace pass runs and the validation and
+        evaluation sets are scored. Per calibration family the checkpoint (epochs, ``gamma``)
+        and calibration (``lambda``, ``T``) with the lowest validation NLL are chosen; the
+        evaluation sets are only scored there (one (head, seed) run of ``gpf_finetune``). The
+        fine-tuned encoder is not kept and ``self`` is not changed.
+
+        Args:
+            train: Labelled training lists (`n` pairs), or their
+                :class:`~probrank.models.gpf_ranker.fine_tuning.PairSplit`.
+            validation: Labelled validation lists (`n_val` pairs) for the selection.
+            evaluation: ``{name: labelled lists}`` scored at the chosen checkpoint (e.g. the
+                test set and shifted test sets); names other than ``"validation"``.
+            training: :class:`FineTuneSettings` (``settings.epochs``, ``lr`` and
+                ``batch_size`` are the frozen regime's and are not read).
+            encoder: Builds a fresh ``freeze=False`` encoder, once per training setting
+                (default: :func:`~probrank.models.gpf_ranker.fine_tuning.fine_tune_encoder`).
+            families: Calibration families to select, each from the same checkpoints.
+            seed: Overrides ``settings.seed`` (initialisation, random features, batch order).
+            show_progress: Show the default encoder's progress bars.
+
+        Returns:
+            :class:`~probrank.models.gpf_ranker.selection.RegimeFit` with the row
+            ``settings.head.value``: per family the selection and, per evaluation set, the
+            `n` calibrated P(relevant) and logit variances (float64).
+
+        Raises:
+            InputDataError: a head other than deterministic, SNGP or GPF, or no families.
+        """
+        default = partial(fine_tuning.fine_tune_encoder, show_progress=show_progress)
+        return fine_tuning.fit_fine_tuned(
+            self.settings,
+            training or FineTuneSettings(),
+            train,
+            validation,
+            dict(evaluation or {}),
+            new_encoder=encoder or default,
+            families=families,
+            seed=self.settings.seed if seed is None else seed,
+        )
+
+    def fit_top_layers(
+        self,
+        encoder: HiddenStateEncoder,
+        train: Sequence[CandidateList] | TopLayerSplit,
+        validation: Sequence[CandidateList] | TopLayerSplit,
+        evaluation: Mapping[str, Sequence[CandidateList] | TopLayerSplit] | None = None,
+        *,
+        training: TopLayersSettings | None = None,
+        rows: Sequence[str] | None = None,
+        families: Sequence[Family] = (Family.PLAIN, Family.TEMPERATURE),
+        seed: int | None = None,
+        show_progress: bool = False,
+    ) -> RegimeFit:
+        """Validation-selection fit with the top encoder layers fine-tuned on cached states.
+
+        ``encoder`` runs its frozen lower layers once per pair (cached on disk); per training
+        setting of the head (each of ``settings.gammas`` for GPF) a fresh copy of its top
+        layers and a head are trained with AdamW. After each epoch of ``training.epochs`` the
+        GP heads' Laplace pass runs and every row's validation predictive and the state are
+        kept; per row and family the checkpoint and calibration with the lowest validation NLL
+        are chosen, and each chosen state is reloaded once to score the evaluation sets (one
+        (row group, seed) unit of ``gpf_top_layers``).
+
+        Args:
+            encoder: The :class:`~probrank.encoders.hidden_states.HiddenStateEncoder` (its
+                ``batch_size`` is also the scoring batch).
+            train: Labelled training lists (`n` pairs), or their encoded
+                :class:`~probrank.models.gpf_ranker.top_layers.TopLayerSplit` (encode once,
+                with :meth:`TopLayerSplit.encode`, to share the states between fits).
+            validation: Labelled validation lists (`n_val` pairs) or their split.
+            evaluation: ``{name: labelled lists or split}`` scored at the chosen checkpoints.
+            training: :class:`TopLayersSettings` (epochs, learning rates, batch size, weight
+                decay, the layers' spectral bound, pooling, MC-dropout scope).
+            rows: What the network is scored as: the head's own row (default), or for an
+                MC-dropout head also ``"deterministic"`` (the same network without dropout).
+            families: Calibration families to select, each from the same checkpoints.
+            seed: Overrides ``settings.seed`` (initialisation, random features, batch order).
+            show_progress: Show a progress bar while training.
+
+        Returns:
+            :class:`~probrank.models.gpf_ranker.selection.RegimeFit`: per row and family the
+            selection and, per evaluation set, the `n` calibrated P(relevant) and logit
+            variances (float64).
+
+        Raises:
+            InputDataError: the ensemble head, rows the head does not serve, or no families.
+        """
+        return top_layers.fit_top_layers(
+            self.settings,
+            training or TopLayersSettings(),
+            encoder,
+            train,
+            validation,
+            dict(evaluation or {}),
+            rows=rows,
+            families=families,
+            seed=self.settings.seed if seed is None else seed,
+            show_progress=show_progress,
+        )
 
     def _adopt(
         self, mean: Tensor, std: Tensor, fitted: FittedHead, seed: int, names: tuple[str, ...]

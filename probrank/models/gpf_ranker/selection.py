@@ -34,6 +34,7 @@ from probrank.nn.heads import FitSettings, RelevanceHead, build_head
 __all__ = [
     "Checkpoint",
     "Family",
+    "RegimeFit",
     "Selection",
     "restore",
     "select",
@@ -87,6 +88,47 @@ class Selection:
     calibration: Calibration
     val_nll: float
     settings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RegimeFit:
+    """The validation choices of a fine-tuned or top-layers fit and their predictions.
+
+    Returned by :meth:`~probrank.models.gpf_ranker.GPFRanker.fit_fine_tuned` and
+    :meth:`~probrank.models.gpf_ranker.GPFRanker.fit_top_layers`. A row is the head's name,
+    and for an MC-dropout head in the top-layers regime also ``"deterministic"`` (the same
+    network without dropout).
+
+    Attributes:
+        selections: ``{(row, family): Selection}``, rows in training order, each row's
+            families in the order asked: the checkpoint (epochs, ``gamma`` of GPF) and the
+            calibration with the lowest validation NLL.
+        predictions: ``{(row, family): {set name: (probability, variance)}}``: on each
+            evaluation set, the `n` calibrated P(relevant) and the `n` predictive variances
+            of the logit (before calibration) at the chosen checkpoint, float64 (rows sharing a
+            checkpoint are scored together and come next to each other).
+    """
+
+    selections: dict[tuple[str, Family], Selection]
+    predictions: dict[tuple[str, Family], dict[str, tuple[Tensor, Tensor]]]
+
+    def probability(
+        self, name: str, *, row: str | None = None, family: Family | str | None = None
+    ) -> Tensor:
+        """`n` calibrated P(relevant) of evaluation set ``name`` (float64).
+
+        Args:
+            name: The evaluation set.
+            row: The row (default: the head's own, the last one).
+            family: The calibration :class:`Family` (default: the last one fitted).
+        """
+        keys = [k for k in self.selections if row is None or k[0] == row]
+        chosen = keys[-1][0] if keys else str(row)
+        families = [f for r, f in keys if r == chosen]
+        key = (chosen, families[-1] if family is None and families else Family(family or "plain"))
+        if key not in self.predictions or name not in self.predictions[key]:
+            raise InputDataError(f"no predictions of row {row!r}, family {family!r}, on {name!r}")
+        return self.predictions[key][name][0]
 
 
 def train_checkpoints(

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from enum import Enum
 from typing import Any
 
+from probrank.encoders.top_layers import SpectralMode
+from probrank.encoders.transformer import Pooling
 from probrank.exceptions import InputDataError
 from probrank.models._settings import (
     check_fraction,
@@ -26,7 +29,29 @@ from probrank.nn.heads import HeadKind
 from probrank.nn.losses import check_focal_gamma
 from probrank.retrieval.risk import RankingCriterion
 
-__all__ = ["FineTuneSettings", "GPFRankerSettings", "TopLayersSettings"]
+__all__ = ["DropoutScope", "FineTuneSettings", "GPFRankerSettings", "TopLayersSettings"]
+
+_SHARED_HEAD_KEYS = ("hidden", "num_layers", "dropout")
+"""Keys of a GPF protocol's ``[heads]`` table that every head reads."""
+_HEAD_TABLE_KEYS = frozenset(
+    {
+        *_SHARED_HEAD_KEYS,
+        "num_features",
+        "spectral_bound",
+        "prior_precision",
+        "lengthscale",
+        "mean_field_factor",
+        "precision_update",
+        "momentum",
+        "momentum_form",
+        "loss",
+        "num_samples",
+        "prediction_seed",
+        "num_members",
+    }
+)
+"""Keys of a ``[heads.<name>]`` table that are :class:`GPFRankerSettings` fields of the same
+name (``gamma`` is mapped; training and layer keys belong to the regimes' settings)."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +162,46 @@ class GPFRankerSettings:
             return [{**options, "gamma": g} for g in self.gammas]
         return [options]
 
+    @classmethod
+    def from_heads_table(
+        cls,
+        name: str,
+        heads: Mapping[str, Any],
+        *,
+        defaults: Mapping[str, Any] | None = None,
+        **overrides: Any,
+    ) -> GPFRankerSettings:
+        """The settings of head ``name`` in a GPF protocol's ``[heads]`` table.
+
+        Precedence, lowest first: ``defaults``, the shared keys of ``heads`` (``hidden``,
+        ``num_layers``, ``dropout``), the keys of ``heads[name]``, ``overrides``. A table's
+        ``gamma`` (one value or a list) is the GPF head's ``gammas`` and another head's
+        ``focal_gamma``; training keys (``epochs``, ``lr``, ...) and the top layers' keys are
+        left to :class:`FineTuneSettings` and :class:`TopLayersSettings`.
+
+        Args:
+            name: The head (a :class:`~probrank.nn.heads.HeadKind` value, and the table's key).
+            heads: The ``[heads]`` table.
+            defaults: Settings used where the table is silent.
+            overrides: Settings that win over the table (``head`` included).
+
+        Raises:
+            InputDataError: a value the settings refuse.
+        """
+        table = {k: heads[k] for k in _SHARED_HEAD_KEYS if k in heads}
+        table.update(heads.get(name) or {})
+        values: dict[str, Any] = {**(defaults or {}), "head": name}
+        for key, value in table.items():
+            if key == "gamma":
+                if name == HeadKind.GPF.value:
+                    values["gammas"] = tuple(value) if isinstance(value, list | tuple) else (value,)
+                else:
+                    values["focal_gamma"] = value
+            elif key in _HEAD_TABLE_KEYS:
+                values[key] = value
+        values.update(overrides)
+        return cls(**values)
+
 
 _DEFAULT = GPFRankerSettings()
 
@@ -173,6 +238,16 @@ class FineTuneSettings:
         return cls(**{k: v for k, v in table.items() if k in names})
 
 
+class DropoutScope(str, Enum):
+    """Where the MC-dropout row's passes drop units (top-layers regime)."""
+
+    HEAD = "head"
+    """In the head only: the top layers run once, the head ``T`` times (cheap)."""
+    TOP_LAYERS = "top_layers"
+    """In the trainable top layers and the head: ``T`` passes through both (the paper's
+    passes rerun the whole encoder; this reruns what is trained)."""
+
+
 @dataclass(frozen=True)
 class TopLayersSettings(FineTuneSettings):
     """Training of the top-layers regime (:mod:`probrank.models.gpf_ranker.top_layers`): the
@@ -180,12 +255,27 @@ class TopLayersSettings(FineTuneSettings):
 
     Attributes:
         weight_decay: AdamW's weight decay.
+        layer_spectral_bound: Bound ``c`` on the top layers' dense weights' spectral norms
+            (None: no spectral normalisation).
+        layer_spectral_mode: :class:`~probrank.encoders.top_layers.SpectralMode` of the bound.
+        pooling: :class:`~probrank.encoders.transformer.Pooling` of the last layer's states.
+        scope: :class:`DropoutScope` of the MC-dropout row's passes.
     """
 
     batch_size: int = 32
     weight_decay: float = 0.01
+    layer_spectral_bound: float | None = None
+    layer_spectral_mode: SpectralMode = SpectralMode.RELATIVE
+    pooling: Pooling = Pooling.MEAN
+    scope: DropoutScope = DropoutScope.HEAD
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if float(self.weight_decay) < 0:
             raise InputDataError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
+        if self.layer_spectral_bound is not None:
+            check_positive("layer_spectral_bound", self.layer_spectral_bound)
+            object.__setattr__(self, "layer_spectral_bound", float(self.layer_spectral_bound))
+        set_enum(self, "layer_spectral_mode", SpectralMode)
+        set_enum(self, "pooling", Pooling)
+        set_enum(self, "scope", DropoutScope)

@@ -1,31 +1,41 @@
-"""The top-layers regime of the GPF ranker: the top encoder layers fine-tuned with each head on
+"""The top-layers regime of the GPF ranker: the top encoder layers fine-tuned with a head on
 cached lower-layer states, and the rows' validation predictive and scoring.
 
-The ``gpf_top_layers`` protocol (:mod:`probrank.experiments.gpf.top_layers`) builds its runs
-with :func:`top_layer_runs`, trains each with :func:`train_top_layer_run` (the checkpoints of
-each row: validation predictive and state, after the GP heads' exact Laplace pass) and, after
-:func:`~probrank.models.gpf_ranker.selection.select`, scores the chosen checkpoints with
-:func:`score_selections`. One network serves the deterministic and MC-dropout rows
-(:data:`ROW_GROUPS`); MC dropout drops units in the head or also in the top layers
-(:class:`DropoutScope`).
+:meth:`GPFRanker.fit_top_layers <probrank.models.gpf_ranker.GPFRanker.fit_top_layers>` (the
+body is :func:`fit_top_layers`) is one (head, seed) unit of the ``gpf_top_layers`` protocol:
+per training setting of the head (each focal ``gamma`` of GPF's grid) a fresh copy of the top
+layers and a head are trained (:func:`probrank.encoders.top_layers_fit.fine_tune_top_layers`),
+the checkpoints of each row kept (validation predictive and state, after the GP heads' exact
+Laplace pass), the checkpoint and calibration of each row and family chosen on validation
+(:func:`~probrank.models.gpf_ranker.selection.select`) and the chosen checkpoints scored on the
+evaluation sets. One network serves the deterministic and MC-dropout rows (:data:`ROW_GROUPS`);
+MC dropout drops units in the head or also in the top layers (:class:`DropoutScope`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from enum import Enum
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from probrank.data.candidates import CandidateList
+from probrank.data.candidates import CandidateList, pair_texts
 from probrank.encoders.hidden_states import HiddenStateEncoder
 from probrank.encoders.packed_states import PackedStates
 from probrank.encoders.top_layers import TopLayerRanker
-from probrank.models.gpf_ranker.selection import GP_HEADS, Checkpoint, Family, Selection
-from probrank.models.gpf_ranker.settings import GPFRankerSettings, TopLayersSettings
+from probrank.exceptions import InputDataError
+from probrank.models.gpf_ranker.selection import (
+    GP_HEADS,
+    Checkpoint,
+    Family,
+    RegimeFit,
+    Selection,
+    select,
+)
+from probrank.models.gpf_ranker.settings import DropoutScope, GPFRankerSettings, TopLayersSettings
+from probrank.nn.heads import HeadKind
 
 __all__ = [
     "ROW_GROUPS",
@@ -33,6 +43,7 @@ __all__ = [
     "DropoutScope",
     "TopLayerRun",
     "TopLayerSplit",
+    "fit_top_layers",
     "score_selections",
     "top_layer_runs",
     "train_top_layer_run",
@@ -43,15 +54,11 @@ _LAYER_KEYS = ("layer_spectral_bound", "layer_spectral_mode")
 SMOKE_FEATURES = 64
 """Random features of the GP heads in smoke runs."""
 
+_TOP_LAYER_HEADS = (HeadKind.DETERMINISTIC, HeadKind.MC_DROPOUT, HeadKind.SNGP, HeadKind.GPF)
+"""Heads trained in this regime (the ensemble would need ``M`` fine-tunes)."""
 
-class DropoutScope(str, Enum):
-    """Where the MC-dropout row's passes drop units."""
-
-    HEAD = "head"
-    """In the head only: the top layers run once, the head ``T`` times (cheap)."""
-    TOP_LAYERS = "top_layers"
-    """In the trainable top layers and the head: ``T`` passes through both (the paper's
-    passes rerun the whole encoder; this reruns what is trained)."""
+ROW_GROUPS = (("deterministic", "mc_dropout"), ("sngp",), ("gpf",))
+"""Rows trained and selected together (one network serves the deterministic and MC rows)."""
 
 
 @dataclass
@@ -63,81 +70,35 @@ class TopLayerSplit:
     labels: Tensor
     states: PackedStates
 
+    @classmethod
+    def encode(
+        cls, encoder: HiddenStateEncoder, name: str, lists: Sequence[CandidateList]
+    ) -> TopLayerSplit:
+        """The split of labelled ``lists``: their `n` labels and the lower layers' states of
+        their pairs (cached on disk by ``encoder``)."""
+        queries, candidates = pair_texts(lists)
+        labels = torch.tensor([y for item in lists for y in item.labels], dtype=torch.float32)
+        return cls(name, list(lists), labels, encoder.encode_pairs(queries, candidates))
 
-@dataclass
-class TopLayerRun:
-    """One training run: the head built, its options, and the rows it serves."""
+
+@dataclass(frozen=True)
+class _Run:
+    """One training run: the head built, its options (without the seed), the rows it serves
+    and its training settings."""
 
     kind: str
     rows: tuple[str, ...]
     options: dict[str, Any]
-    fit: dict[str, Any]
-    spectral_bound: float | None
-    spectral_mode: str
+    training: TopLayersSettings
 
 
-def top_layer_runs(names: list[str], heads: Mapping[str, Any], smoke: bool) -> list[TopLayerRun]:
-    common = {k: heads[k] for k in ("hidden", "num_layers", "dropout") if k in heads}
-
-    def own(name: str) -> dict[str, Any]:
-        table = heads.get(name, {})
-        return {k: v for k, v in table.items() if k not in (*_FIT_KEYS, *_LAYER_KEYS)}
-
-    def fit(name: str) -> dict[str, Any]:
-        merged = {**heads, **heads.get(name, {})}
-        return {k: merged[k] for k in _FIT_KEYS if k in merged}
-
-    def spectral(name: str) -> tuple[float | None, str]:
-        table = heads.get(name, {})
-        bound = table.get("layer_spectral_bound")
-        return (None if bound is None else float(bound)), table.get(
-            "layer_spectral_mode", "relative"
-        )
-
-    runs = []
-    mlp_rows = tuple(n for n in ("deterministic", "mc_dropout") if n in names)
-    if mlp_rows:
-        options = {**common, **own("deterministic")}
-        if "mc_dropout" in mlp_rows:
-            mc = heads.get("mc_dropout", {})
-            options.update(
-                num_samples=int(mc.get("num_samples", 10)),
-                prediction_seed=int(mc.get("prediction_seed", 0)),
-            )
-        kind = "mc_dropout" if "mc_dropout" in mlp_rows else "deterministic"
-        runs.append(
-            TopLayerRun(kind, mlp_rows, options, fit("deterministic"), *spectral("deterministic"))
-        )
-    for name in ("sngp", "gpf"):
-        if name not in names:
-            continue
-        options = {**common, **own(name)}
-        if smoke:
-            options["num_features"] = SMOKE_FEATURES
-        gammas: list[Any] = [None]
-        if name == "gpf":
-            from probrank.nn.losses import check_focal_gamma
-
-            value = options.pop("gamma", list(GPFRankerSettings().gammas))
-            gammas = [
-                check_focal_gamma(float(g)) for g in (value if isinstance(value, list) else [value])
-            ]
-            gammas = gammas[:1] if smoke else gammas
-        for gamma in gammas:
-            grid_options = dict(options) if gamma is None else {**options, "gamma": gamma}
-            runs.append(TopLayerRun(name, (name,), grid_options, fit(name), *spectral(name)))
-    return runs
-
-
-def _build(
-    run: TopLayerRun, encoder: HiddenStateEncoder, pooling: str, seed: int
-) -> TopLayerRanker:
+def _build(run: _Run, encoder: HiddenStateEncoder, seed: int) -> TopLayerRanker:
     from probrank.nn.heads import build_head
 
     top = encoder.top_layers(
-        pooling=pooling,
-        spectral_bound=run.spectral_bound,
-        spectral_mode=run.spectral_mode,
+        pooling=run.training.pooling,
+        spectral_bound=run.training.layer_spectral_bound,
+        spectral_mode=run.training.layer_spectral_mode,
         seed=seed,
     )
     head = build_head(run.kind, encoder.hidden_size, **run.options, seed=seed)
@@ -210,23 +171,21 @@ def _predictive(
     return mean.double().cpu(), variance.double().cpu()
 
 
-def train_top_layer_run(
-    run: TopLayerRun,
+def _train_run(
+    run: _Run,
     seed: int,
     encoder: HiddenStateEncoder,
-    splits: dict[str, TopLayerSplit],
-    settings: dict[str, Any],
+    train: TopLayerSplit,
+    validation: TopLayerSplit,
+    bs: int,
+    show_progress: bool,
 ) -> dict[str, list[Checkpoint]]:
     """Train one run; the checkpoints of each of its rows (validation predictive + state)."""
     from probrank.encoders.top_layers_fit import fine_tune_top_layers
 
-    ranker = _build(run, encoder, settings["pooling"], seed)
-    bs = settings["batch_size"]
-    train, validation = splits["train"], splits["validation"]
-    fit = TopLayersSettings.from_table(run.fit)
+    ranker = _build(run, encoder, seed)
+    fit = run.training
     grid = list(fit.epochs)
-    if settings["smoke"]:
-        grid = [1]
     checkpoints: dict[str, list[Checkpoint]] = {row: [] for row in run.rows}
     gp = run.kind in GP_HEADS
 
@@ -238,7 +197,7 @@ def train_top_layer_run(
         pooled = ranker.pooled(validation.states, bs)
         state = {k: v.detach().to("cpu", copy=True) for k, v in ranker.state_dict().items()}
         for row in run.rows:
-            mean, variance = _predictive(row, ranker, validation, pooled, settings["scope"], bs)
+            mean, variance = _predictive(row, ranker, validation, pooled, fit.scope, bs)
             checkpoints[row].append(Checkpoint(dict(run.options), epochs, state, mean, variance))
 
     penalty = None
@@ -259,13 +218,211 @@ def train_top_layer_run(
         weight_decay=float(fit.weight_decay),
         batch_size=int(fit.batch_size),
         seed=seed,
-        show_progress=settings["progress"],
+        show_progress=show_progress,
     )
     return checkpoints
 
 
-ROW_GROUPS = (("deterministic", "mc_dropout"), ("sngp",), ("gpf",))
-"""Rows trained and selected together (one network serves the deterministic and MC rows)."""
+def _score(
+    run: _Run,
+    selections: dict[tuple[str, Family], Selection],
+    seed: int,
+    encoder: HiddenStateEncoder,
+    targets: Mapping[str, TopLayerSplit],
+    bs: int,
+) -> dict[tuple[str, Family], dict[str, tuple[Tensor, Tensor]]]:
+    """Probabilities and predictive variances of each selection on the ``targets``; each
+    chosen checkpoint is loaded and run once."""
+    by_state: dict[int, list[tuple[str, Family]]] = {}
+    for key, selection in selections.items():
+        by_state.setdefault(id(selection.checkpoint.state), []).append(key)
+    out: dict[tuple[str, Family], dict[str, tuple[Tensor, Tensor]]] = {}
+    for keys in by_state.values():
+        checkpoint = selections[keys[0]].checkpoint
+        ranker = _build(replace(run, options=checkpoint.options), encoder, seed)
+        ranker.load_state_dict(checkpoint.state)
+        ranker.eval()
+        for target, split in targets.items():
+            pooled = ranker.pooled(split.states, bs)
+            predictive: dict[str, tuple[Tensor, Tensor]] = {}
+            for row, family in keys:
+                if row not in predictive:
+                    predictive[row] = _predictive(
+                        row, ranker, split, pooled, run.training.scope, bs
+                    )
+                mean, variance = predictive[row]
+                probs = selections[(row, family)].calibration.probability(mean, variance)
+                out.setdefault((row, family), {})[target] = (probs, variance)
+    return out
+
+
+def _rows(kind: HeadKind, rows: Sequence[str] | None) -> tuple[str, ...]:
+    """The rows one network of head ``kind`` serves, in :data:`ROW_GROUPS` order."""
+    if rows is None:
+        return (kind.value,)
+    allowed = ("deterministic", "mc_dropout") if kind is HeadKind.MC_DROPOUT else (kind.value,)
+    wanted = [str(r) for r in rows]
+    bad = [r for r in wanted if r not in allowed]
+    if bad or not wanted:
+        raise InputDataError(
+            f"rows of the {kind.value} head must be a non-empty subset of {list(allowed)}, "
+            f"got {wanted}"
+        )
+    return tuple(r for r in allowed if r in wanted)
+
+
+def _as_split(
+    encoder: HiddenStateEncoder, name: str, data: Sequence[CandidateList] | TopLayerSplit
+) -> TopLayerSplit:
+    return data if isinstance(data, TopLayerSplit) else TopLayerSplit.encode(encoder, name, data)
+
+
+def fit_top_layers(
+    settings: GPFRankerSettings,
+    training: TopLayersSettings,
+    encoder: HiddenStateEncoder,
+    train: Sequence[CandidateList] | TopLayerSplit,
+    validation: Sequence[CandidateList] | TopLayerSplit,
+    evaluation: Mapping[str, Sequence[CandidateList] | TopLayerSplit],
+    *,
+    rows: Sequence[str] | None,
+    families: Sequence[Family],
+    seed: int,
+    show_progress: bool,
+) -> RegimeFit:
+    """The body of :meth:`GPFRanker.fit_top_layers
+    <probrank.models.gpf_ranker.GPFRanker.fit_top_layers>` (see there)."""
+    kind = settings.head
+    if kind not in _TOP_LAYER_HEADS:
+        raise InputDataError(
+            f"head {kind.value!r} is not trained on the top layers; choose from "
+            f"{', '.join(h.value for h in _TOP_LAYER_HEADS)}"
+        )
+    if not families:
+        raise InputDataError("families must not be empty")
+    served = _rows(kind, rows)
+    train_split = _as_split(encoder, "train", train)
+    val_split = _as_split(encoder, "validation", validation)
+    targets = {name: _as_split(encoder, name, data) for name, data in evaluation.items()}
+    runs = [
+        _Run(kind.value, served, {k: v for k, v in o.items() if k != "seed"}, training)
+        for o in settings.head_options()
+    ]
+    bs = encoder.batch_size
+    checkpoints: dict[str, list[Checkpoint]] = {}
+    for run in runs:
+        trained = _train_run(run, seed, encoder, train_split, val_split, bs, show_progress)
+        for row, kept in trained.items():
+            checkpoints.setdefault(row, []).extend(kept)
+    selections = {
+        (row, Family(family)): select(
+            row, kept, val_split.labels, Family(family), settings.mean_field_factors
+        )
+        for row, kept in checkpoints.items()
+        for family in families
+    }
+    return RegimeFit(selections, _score(runs[0], selections, seed, encoder, targets, bs))
+
+
+# -- legacy entry points of the gpf_top_layers protocol (until it calls the method) ---------
+
+
+@dataclass
+class TopLayerRun:
+    """One training run: the head built, its options, and the rows it serves."""
+
+    kind: str
+    rows: tuple[str, ...]
+    options: dict[str, Any]
+    fit: dict[str, Any]
+    spectral_bound: float | None
+    spectral_mode: str
+
+
+def top_layer_runs(names: list[str], heads: Mapping[str, Any], smoke: bool) -> list[TopLayerRun]:
+    """The training runs of the protocol's heads ``names`` of a ``[heads]`` table."""
+    common = {k: heads[k] for k in ("hidden", "num_layers", "dropout") if k in heads}
+
+    def own(name: str) -> dict[str, Any]:
+        table = heads.get(name, {})
+        return {k: v for k, v in table.items() if k not in (*_FIT_KEYS, *_LAYER_KEYS)}
+
+    def fit(name: str) -> dict[str, Any]:
+        merged = {**heads, **heads.get(name, {})}
+        return {k: merged[k] for k in _FIT_KEYS if k in merged}
+
+    def spectral(name: str) -> tuple[float | None, str]:
+        table = heads.get(name, {})
+        bound = table.get("layer_spectral_bound")
+        return (None if bound is None else float(bound)), table.get(
+            "layer_spectral_mode", "relative"
+        )
+
+    runs = []
+    mlp_rows = tuple(n for n in ("deterministic", "mc_dropout") if n in names)
+    if mlp_rows:
+        options = {**common, **own("deterministic")}
+        if "mc_dropout" in mlp_rows:
+            mc = heads.get("mc_dropout", {})
+            options.update(
+                num_samples=int(mc.get("num_samples", 10)),
+                prediction_seed=int(mc.get("prediction_seed", 0)),
+            )
+        kind = "mc_dropout" if "mc_dropout" in mlp_rows else "deterministic"
+        runs.append(
+            TopLayerRun(kind, mlp_rows, options, fit("deterministic"), *spectral("deterministic"))
+        )
+    for name in ("sngp", "gpf"):
+        if name not in names:
+            continue
+        options = {**common, **own(name)}
+        if smoke:
+            options["num_features"] = SMOKE_FEATURES
+        gammas: list[Any] = [None]
+        if name == "gpf":
+            from probrank.nn.losses import check_focal_gamma
+
+            value = options.pop("gamma", list(GPFRankerSettings().gammas))
+            gammas = [
+                check_focal_gamma(float(g)) for g in (value if isinstance(value, list) else [value])
+            ]
+            gammas = gammas[:1] if smoke else gammas
+        for gamma in gammas:
+            grid_options = dict(options) if gamma is None else {**options, "gamma": gamma}
+            runs.append(TopLayerRun(name, (name,), grid_options, fit(name), *spectral(name)))
+    return runs
+
+
+def _legacy(run: TopLayerRun, settings: Mapping[str, Any]) -> _Run:
+    training = replace(
+        TopLayersSettings.from_table(run.fit),
+        layer_spectral_bound=run.spectral_bound,
+        layer_spectral_mode=run.spectral_mode,
+        pooling=settings["pooling"],
+        scope=settings["scope"],
+    )
+    if settings["smoke"]:
+        training = replace(training, epochs=(1,))
+    return _Run(run.kind, run.rows, run.options, training)
+
+
+def train_top_layer_run(
+    run: TopLayerRun,
+    seed: int,
+    encoder: HiddenStateEncoder,
+    splits: dict[str, TopLayerSplit],
+    settings: dict[str, Any],
+) -> dict[str, list[Checkpoint]]:
+    """Train one run; the checkpoints of each of its rows (validation predictive + state)."""
+    return _train_run(
+        _legacy(run, settings),
+        seed,
+        encoder,
+        splits["train"],
+        splits["validation"],
+        settings["batch_size"],
+        settings["progress"],
+    )
 
 
 def score_selections(
@@ -279,26 +436,7 @@ def score_selections(
 ) -> dict[tuple[str, Family], dict[str, tuple[Tensor, Tensor]]]:
     """Probabilities and predictive variances of each selection on the test and shift sets;
     each chosen checkpoint is loaded and run once."""
-    bs = settings["batch_size"]
-    by_state: dict[int, list[tuple[str, Family]]] = {}
-    for key, selection in selections.items():
-        by_state.setdefault(id(selection.checkpoint.state), []).append(key)
-    out: dict[tuple[str, Family], dict[str, tuple[Tensor, Tensor]]] = {}
-    for keys in by_state.values():
-        checkpoint = selections[keys[0]].checkpoint
-        ranker = _build(
-            replace(spec, options=checkpoint.options), encoder, settings["pooling"], seed
-        )
-        ranker.load_state_dict(checkpoint.state)
-        ranker.eval()
-        for target in targets:
-            split = splits[target]
-            pooled = ranker.pooled(split.states, bs)
-            predictive: dict[str, tuple[Tensor, Tensor]] = {}
-            for row, family in keys:
-                if row not in predictive:
-                    predictive[row] = _predictive(row, ranker, split, pooled, settings["scope"], bs)
-                mean, variance = predictive[row]
-                probs = selections[(row, family)].calibration.probability(mean, variance)
-                out.setdefault((row, family), {})[target] = (probs, variance)
-    return out
+    chosen = {target: splits[target] for target in targets}
+    return _score(
+        _legacy(spec, settings), selections, seed, encoder, chosen, settings["batch_size"]
+    )

@@ -337,6 +337,28 @@ class MultiTaskRanker:
             features, groups, num_samples=self.settings.posterior_samples, seed=seed
         )
 
+    def predictive_features(
+        self, features: Tensor, *, seed: int | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Posterior predictive of `n` answers given by their features (as :meth:`predict`
+        gives it for lists).
+
+        Args:
+            features: `n x d` float64 features (as :meth:`fit_features` took them).
+            seed: Seeds the draws (default: the fit's seed).
+
+        Returns:
+            ``(probability, utility_mean, utility_sd)``, each `n` float64: posterior mean
+            P(keep), posterior mean and standard deviation of the utility (zeros for the
+            deterministic twin).
+        """
+        if self._chosen is None:
+            raise InputDataError("MultiTaskRanker is not fitted: call fit or fit_features first")
+        seed = int(self._choice["seed"]) if seed is None else seed
+        return predict_multitask(
+            self._chosen.net, features, num_samples=self.settings.posterior_samples, seed=seed
+        )
+
     def _new_net(self, in_features: int, ranking_weight: float, seed: int) -> MultiTaskNet:
         s = self.settings
         return MultiTaskNet(

@@ -14,6 +14,7 @@ from probrank.models.multitask import (
     MultiTaskNet,
     MultiTaskRanker,
     MultiTaskSettings,
+    predict_multitask,
     select_multitask,
 )
 
@@ -81,6 +82,17 @@ def test_fit_features_equals_the_selection_by_hand() -> None:
     expected = chosen.predict(test.features, test.groups, num_samples=50, seed=2)
     for a, b in zip(got, expected, strict=True):
         np.testing.assert_array_equal(a, b)
+    # the utility mean and sd per answer: the chosen net's posterior predictive, seeded
+    probability, mean, sd = ranker.predictive_features(test.features)
+    want = predict_multitask(chosen.net, test.features, num_samples=50, seed=2)
+    for a, b in zip((probability, mean, sd), want, strict=True):
+        assert a.shape == (20,) and a.dtype == torch.float64
+        assert torch.equal(a, b)
+    np.testing.assert_array_equal(probability.numpy(), got[2])
+    np.testing.assert_array_equal(mean.numpy(), got[0])
+    assert bool((sd > 0).all())
+    other = ranker.predictive_features(test.features, seed=3)[2]
+    assert not torch.equal(other, sd)  # another seed, other draws
 
 
 def test_features_only_fit_cannot_predict_lists_and_unfitted_is_an_error() -> None:
@@ -88,3 +100,5 @@ def test_features_only_fit_cannot_predict_lists_and_unfitted_is_an_error() -> No
         MultiTaskRanker(SETTINGS).predict_features(torch.zeros(2, 3), [[0, 1]])
     with pytest.raises(InputDataError, match="not fitted"):
         _ = MultiTaskRanker(SETTINGS).choice
+    with pytest.raises(InputDataError, match="not fitted"):
+        MultiTaskRanker(SETTINGS).predictive_features(torch.zeros(2, 3))
