@@ -8,6 +8,16 @@ of tables). A field without a default is required; ``T | None = None`` marks an 
 ``Annotated[T, check, ...]`` adds value checks (:class:`Range`, :class:`NonEmpty`, or any
 callable returning an error message or None). A schema may define a classmethod
 ``check_table(table)`` for rules across keys; it raises :class:`SchemaError` with the key.
+``Annotated[Settings, CheckedAs(Schema, build)]`` marks a table that a config writes as
+``Schema`` (checked against it) and that is built into another settings object (a model's), by
+``build(table)``.
+
+A schema is also the typed settings object of its table: frozen, with the defaults of the keys
+a config may omit. :func:`build_settings` turns a checked document into that object (nested
+tables into their dataclasses, TOML arrays into the lists or tuples of the hints, an integer
+into a float where a float is expected; :func:`as_table` gives the keys a config set back, in
+its order), and :func:`merge_tables` lays one document's tables
+over another's (a config's ``[smoke]`` overrides: :func:`with_overrides`).
 
 :func:`check_config` checks a parsed TOML document against a schema: a key the schema does not
 know (a typo), a missing required key and a value of the wrong type or range all raise
@@ -19,6 +29,7 @@ file's text) and the key's dotted path (``heads.gpf.epochs``, ``grid[1].noises``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import re
@@ -27,22 +38,30 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, TypeVar, Union
 
 import tomllib
 
 from probrank.exceptions import InputDataError
 
 __all__ = [
+    "CheckedAs",
     "NonEmpty",
     "Range",
     "SchemaError",
+    "as_table",
+    "build_settings",
     "check_config",
+    "check_schema",
     "check_value",
     "dotted",
     "locate_key",
+    "merge_tables",
     "read_toml",
+    "with_overrides",
 ]
+
+T = TypeVar("T")
 
 Key = tuple[str | int, ...]
 """A key's path from the document's root: table names, keys and array indices."""
@@ -104,6 +123,30 @@ class NonEmpty:
         return "must not be empty" if len(value) == 0 else None
 
 
+@dataclass(frozen=True)
+class CheckedAs:
+    """``Annotated`` marker of a table checked against one schema and built into another type.
+
+    ``quantifier: Annotated[QLFusionSettings, CheckedAs(Quantifier, QLFusionSettings.from_table)]``:
+    a config writes ``[quantifier]`` with the keys of ``Quantifier`` (checked against it, line
+    and key named), and :func:`build_settings` gives the field ``build(table)``, the model's
+    own settings object.
+
+    Attributes:
+        schema: The table's schema dataclass, as a config writes it.
+        build: ``(table) -> settings``, called with the checked table.
+    """
+
+    schema: type
+    build: Callable[[Mapping[str, Any]], Any]
+
+
+def _checked_as(hint: Any) -> CheckedAs | None:
+    if typing.get_origin(hint) is not Annotated:
+        return None
+    return next((m for m in typing.get_args(hint)[1:] if isinstance(m, CheckedAs)), None)
+
+
 def dotted(key: Key) -> str:
     """``("grid", 1, "noises")`` -> ``grid[1].noises``; keys that are not bare are quoted."""
     text = ""
@@ -127,7 +170,8 @@ def _value_text(value: Any) -> str:
 def _describe(hint: Any) -> str:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is Annotated:
-        return _describe(args[0])
+        marker = _checked_as(hint)
+        return _describe(marker.schema if marker is not None else args[0])
     if hint is Any:
         return "any value"
     if hint is bool:
@@ -168,8 +212,11 @@ def check_value(value: Any, hint: Any, key: Key = ()) -> None:
     """
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is Annotated:
-        check_value(value, args[0], key)
+        marker = _checked_as(hint)
+        check_value(value, marker.schema if marker is not None else args[0], key)
         for check in args[1:]:
+            if isinstance(check, CheckedAs):
+                continue
             message = check(value)
             if message:
                 raise SchemaError(key, message)
@@ -252,6 +299,174 @@ def _check_table(table: Any, schema: Any, key: Key) -> None:
             hook(table)
         except SchemaError as exc:
             raise SchemaError((*key, *exc.key), exc.message) from None
+
+
+# --- settings objects -----------------------------------------------------------------------
+
+
+def build_settings(document: Mapping[str, Any], schema: type[T]) -> T:
+    """The typed settings object of a document that passed :func:`check_config` with ``schema``.
+
+    Every table becomes its schema dataclass (a table the document omits keeps the field's
+    default); a TOML array becomes a ``list`` or ``tuple`` as the hint says, an integer a
+    ``float`` where the hint is ``float``, a free table (``dict[str, T]``) a ``dict``; a union
+    takes the first alternative the value fits (else the first of its kind, so that an
+    unchecked document's bad value reaches the code that refuses it); a :class:`CheckedAs`
+    table is built by its ``build``. The document is not changed.
+
+    Args:
+        document: The checked document (or table).
+        schema: Its schema dataclass.
+
+    Returns:
+        ``schema(...)`` with the document's values.
+    """
+    return _build_table(document, schema)  # type: ignore[no-any-return]
+
+
+_KEYS = "_config_keys"
+"""Attribute of a built table: the keys its config wrote, in the config's order."""
+
+
+def _build_table(table: Mapping[str, Any], schema: Any) -> Any:
+    hints = typing.get_type_hints(schema, include_extras=True)
+    values = {
+        f.name: _build_value(table[f.name], hints[f.name])
+        for f in dataclasses.fields(schema)
+        if f.init and f.name in table
+    }
+    built = schema(**values)
+    object.__setattr__(built, _KEYS, tuple(name for name in table if name in values))
+    return built
+
+
+def as_table(settings: Any) -> dict[str, Any]:
+    """A settings table as the TOML table that sets it: the keys its config wrote, in the
+    config's order (a table not built from a config: its fields that differ from their
+    defaults), nested tables as dicts and tuples as lists (for code that reads config tables,
+    and for reporting what a config set).
+
+    Args:
+        settings: A table :func:`build_settings` built (or any settings dataclass).
+    """
+    names = getattr(settings, _KEYS, None)
+    if names is None:
+        names = [
+            f.name for f in dataclasses.fields(settings) if getattr(settings, f.name) is not None
+        ]
+    return {name: _plain(getattr(settings, name)) for name in names}
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return as_table(value)
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return {name: _plain(item) for name, item in value.items()}
+    return value
+
+
+def _strip(hint: Any) -> Any:
+    while typing.get_origin(hint) is Annotated:
+        marker = _checked_as(hint)
+        hint = marker.schema if marker is not None else typing.get_args(hint)[0]
+    return hint
+
+
+def _build_value(value: Any, hint: Any) -> Any:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Annotated:
+        marker = _checked_as(hint)
+        if marker is not None and isinstance(value, Mapping):
+            return marker.build(value)
+        return _build_value(value, args[0])
+    if hint is Any or value is None:
+        return value
+    if origin in (Union, types.UnionType):
+        kind_fits = None  # the first alternative of the value's kind (its values are checked)
+        for option in args:
+            if option is type(None):
+                continue
+            try:
+                check_value(value, _strip(option))
+            except SchemaError as exc:
+                if kind_fits is None and not (exc.mismatch and exc.key == ()):
+                    kind_fits = option
+                continue
+            return _build_value(value, option)
+        return value if kind_fits is None else _build_value(value, kind_fits)
+    if dataclasses.is_dataclass(hint):
+        return _build_table(value, hint) if isinstance(value, Mapping) else value
+    if origin is tuple and isinstance(value, list | tuple):
+        return tuple(_build_value(item, args[0]) for item in value)
+    if origin in (list, Sequence) and isinstance(value, list | tuple):
+        return [_build_value(item, args[0]) for item in value]
+    if origin is dict and isinstance(value, Mapping):
+        return {name: _build_value(item, args[1]) for name, item in value.items()}
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def merge_tables(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overrides`` laid over it, table by table (a key of a table replaces the
+    key, a table merges into the table; arrays are replaced whole). Neither is changed."""
+    out = dict(base)
+    for name, value in overrides.items():
+        current = out.get(name)
+        if isinstance(value, Mapping) and isinstance(current, Mapping):
+            out[name] = merge_tables(current, value)
+        else:
+            out[name] = value
+    return out
+
+
+def with_overrides(document: Mapping[str, Any], table: str = "smoke") -> dict[str, Any]:
+    """A document with its ``[<table>]`` overrides merged in (``[smoke.protocol] folds = 3``
+    replaces ``[protocol] folds``); the override table itself stays. Unchanged when absent."""
+    overrides = document.get(table)
+    if not isinstance(overrides, Mapping):
+        return dict(document)
+    return merge_tables(document, overrides)
+
+
+@functools.cache
+def check_schema(schema: type) -> type:
+    """``schema`` as a config writes it: every :class:`CheckedAs` field typed by its table's
+    schema (for code that walks a schema's tables, e.g. the plugin resolver; the view's
+    optional fields default to None); ``schema`` itself when it has none."""
+    hints = typing.get_type_hints(schema, include_extras=True)
+    changed = False
+    fields: list[Any] = []
+    for f in dataclasses.fields(schema):
+        hint = _rewrite(hints[f.name])
+        changed = changed or hint is not hints[f.name]
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+            fields.append((f.name, hint, dataclasses.field(default=None)))
+        else:
+            fields.append((f.name, hint))
+    if not changed:
+        return schema
+    view = dataclasses.make_dataclass(schema.__name__, fields, frozen=True)
+    view.__module__ = schema.__module__
+    view.__doc__ = schema.__doc__
+    return view
+
+
+def _rewrite(hint: Any) -> Any:
+    marker = _checked_as(hint)
+    if marker is not None:
+        return check_schema(marker.schema)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        options = tuple(_rewrite(a) for a in args)
+        if all(a is b for a, b in zip(options, args, strict=True)):
+            return hint
+        return Union[options]  # noqa: UP007
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return check_schema(hint)
+    return hint
 
 
 # --- files ---------------------------------------------------------------------------------

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
 
 from probrank._config import (
+    CheckedAs,
     NonEmpty,
     Range,
     SchemaError,
+    as_table,
+    build_settings,
     check_config,
+    check_schema,
     check_value,
     dotted,
     locate_key,
+    merge_tables,
     read_toml,
+    with_overrides,
 )
 from probrank.exceptions import InputDataError
 
@@ -208,3 +215,94 @@ def test_read_toml_files(tmp_path: Path) -> None:
         read_toml(tmp_path)
     (tmp_path / "bom.toml").write_bytes(b"\xef\xbb\xbf[a]\r\nx = 1\r\n")
     assert read_toml(tmp_path / "bom.toml")[0] == {"a": {"x": 1}}
+
+
+# --- typed settings --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model's settings object (a table that is checked as ``ModelTable``)."""
+
+    width: int = 8
+    scales: tuple[float, ...] = (1.0,)
+
+
+@dataclass(frozen=True)
+class ModelTable:
+    width: Annotated[int, Range(1)] | None = None
+    scales: list[float] | None = None
+
+
+def _model(table: Any) -> Model:
+    return Model(**{k: tuple(v) if isinstance(v, list) else v for k, v in table.items()})
+
+
+@dataclass(frozen=True)
+class Typed:
+    data: Data
+    heads: Heads = field(default_factory=Heads)
+    grid: list[Cell] = field(default_factory=lambda: [Cell()])
+    model: Annotated[Model, CheckedAs(ModelTable, _model)] = field(default_factory=Model)
+    rate: float = 0.5
+    smoke: dict[str, dict[str, Any]] | None = None
+
+
+def test_build_settings_gives_the_typed_object(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("rate = 1\n" + TEXT + "[model]\nscales = [2, 3.5]\n")
+    document, text = read_toml(path)
+    check_config(document, Typed, path=path, text=text)
+    built = build_settings(document, Typed)
+    assert built.data == Data(train="ubuntu:train")
+    assert built.heads == Heads(names=["gpf"], gpf=Head(epochs=[1, 2], gamma=2.0))
+    assert built.grid == [Cell(noises=[0.3]), Cell(noises=[1.0, 2.5])]
+    assert built.model == Model(scales=(2.0, 3.5))  # built by the settings' own builder
+    assert built.rate == 1.0 and isinstance(built.rate, float)  # an integer for a float
+    assert build_settings({"data": {"train": "x"}}, Typed).grid == [Cell()]  # the defaults
+    assert as_table(built.heads) == {"names": ["gpf"], "gpf": {"epochs": [1, 2], "gamma": 2.0}}
+    assert as_table(Heads(names=["a"])) == {"names": ["a"]}  # not from a config: non-defaults
+
+
+def test_a_union_builds_the_alternative_the_value_fits() -> None:
+    assert build_settings({"gamma": 2}, Head).gamma == 2.0
+    assert build_settings({"gamma": [1, 2.5]}, Head).gamma == [1.0, 2.5]
+
+
+def test_as_table_keeps_the_configs_order() -> None:
+    built = build_settings({"gamma": 2.0, "epochs": [3]}, Head)
+    assert list(as_table(built)) == ["gamma", "epochs"]
+
+
+def test_a_checked_as_table_is_checked_against_its_schema(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[data]\ntrain = "t"\n[model]\nwidth = 0\n')
+    document, text = read_toml(path)
+    with pytest.raises(InputDataError, match=r":4: model\.width: must be >= 1, got 0"):
+        check_config(document, Typed, path=path, text=text)
+    path.write_text('[data]\ntrain = "t"\n[model]\ndepth = 2\n')
+    document, text = read_toml(path)
+    with pytest.raises(InputDataError, match=r":4: model\.depth: unknown key"):
+        check_config(document, Typed, path=path, text=text)
+    view = check_schema(Typed)
+    assert view is not Typed and check_schema(Data) is Data
+    hints = {f.name: f.type for f in dataclasses.fields(view)}
+    assert "ModelTable" in str(hints["model"])
+
+
+def test_merge_tables_and_overrides() -> None:
+    base = {"a": {"x": 1, "y": [1, 2]}, "b": 2}
+    assert merge_tables(base, {"a": {"y": [3]}, "c": 4}) == {
+        "a": {"x": 1, "y": [3]},
+        "b": 2,
+        "c": 4,
+    }
+    assert base == {"a": {"x": 1, "y": [1, 2]}, "b": 2}  # unchanged
+    document = {"data": {"train": "t", "mode": "bi"}, "smoke": {"data": {"mode": "cross"}}}
+    merged = with_overrides(document)
+    assert (
+        merged["data"] == {"train": "t", "mode": "cross"} and merged["smoke"] == document["smoke"]
+    )
+    assert with_overrides({"data": {"train": "t"}}) == {"data": {"train": "t"}}
+    built = build_settings(with_overrides(document), Typed)
+    assert built.data.mode == "cross"

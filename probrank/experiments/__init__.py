@@ -18,25 +18,50 @@ heavy imports stay lazy). :func:`load_config` checks the file against the protoc
 schema (:data:`probrank.experiments.schemas.SCHEMAS`): an unknown key, a missing required key or
 a value of the wrong type is a one-line error naming the file, the line and the key; a prior or
 likelihood named as ``"module.path:callable"`` is imported (the config's folder first on the
-import path) and probed there too (:mod:`probrank._plugins`), before any work starts. A protocol
-function has the signature
-``fn(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult``;
-:func:`run_experiment` writes what it returns (:mod:`probrank.experiments.provenance`).
+import path) and probed there too (:mod:`probrank._plugins`), before any work starts.
+
+:func:`load_config` returns the config's typed settings: an instance of the protocol's schema,
+frozen, one nested dataclass per table with the defaults of the keys the file omits (a table
+that configures a model is that model's settings object, e.g. ``[quantifier]`` a
+:class:`~probrank.models.qlfusion.QLFusionSettings`); ``smoke=True`` merges the config's
+``[smoke]`` tables first. A protocol function has the signature
+``fn(settings, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult`` and reads
+the settings' attributes; :func:`run_experiment` writes what it returns, with the checked
+document as provenance (:mod:`probrank.experiments.provenance`).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from probrank._config import check_config, locate_key, read_toml
+from probrank._config import (
+    build_settings,
+    check_config,
+    check_schema,
+    locate_key,
+    read_toml,
+    with_overrides,
+)
 from probrank._plugins import resolve_config_plugins
 from probrank.exceptions import InputDataError
 from probrank.experiments.results import ExperimentResult
 
-__all__ = ["PROTOCOLS", "RAY_PROTOCOLS", "ExperimentResult", "load_config", "run_experiment"]
+if TYPE_CHECKING:
+    from probrank.experiments.schemas import ExperimentSettings
+
+__all__ = [
+    "PROTOCOLS",
+    "RAY_PROTOCOLS",
+    "ExperimentResult",
+    "load_config",
+    "load_document",
+    "run_experiment",
+    "settings_of",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -62,21 +87,28 @@ refuse it."""
 
 class ProtocolFn(Protocol):
     def __call__(
-        self, config: dict, *, config_path: Path, seeds: int, smoke: bool
+        self, settings: Any, *, config_path: Path, seeds: int, smoke: bool
     ) -> ExperimentResult: ...
 
 
-def load_config(path: str | Path, *, protocol: str | None = None) -> dict:
-    """Read a TOML experiment config and check it against its protocol's schema.
+def load_config(
+    path: str | Path, *, protocol: str | None = None, smoke: bool = False
+) -> ExperimentSettings:
+    """Read a TOML experiment config, check it against its protocol's schema and return its
+    typed settings.
 
     Args:
         path: The config file.
         protocol: The protocol the caller expects (``probrank interactive --config`` reads
             ``interactive`` configs): the file may then omit ``[experiment] protocol``, and
             must not name another one.
+        smoke: Merge the config's ``[smoke]`` tables over the tables they name (the settings
+            of a ``--smoke`` run; :func:`probrank._config.with_overrides`).
 
     Returns:
-        The parsed document, unchanged.
+        The protocol's settings object (an instance of its schema,
+        :data:`probrank.experiments.schemas.SCHEMAS`): frozen, one nested dataclass per
+        table, the defaults of the keys the file omits filled in.
 
     Raises:
         InputDataError: a missing, unreadable or invalid TOML file, no (or an unknown)
@@ -84,14 +116,27 @@ def load_config(path: str | Path, *, protocol: str | None = None) -> dict:
             key or a value of the wrong type (:mod:`probrank.experiments.schemas`); the message
             names the file, the line and the dotted key.
     """
+    document = load_document(path, protocol=protocol)
+    return settings_of(document, smoke=smoke)
+
+
+def load_document(path: str | Path, *, protocol: str | None = None) -> dict[str, Any]:
+    """Read and check a TOML experiment config like :func:`load_config`; returns the checked
+    document (``[experiment] protocol`` filled in when ``protocol`` names it), as the results'
+    provenance records it.
+
+    Raises:
+        InputDataError: see :func:`load_config`.
+    """
     path = Path(path)
     config, text = read_toml(path)
-    experiment = config.get("experiment", {})
+    # the raw document, before its schema is known: only [experiment] protocol is read here
+    experiment = config["experiment"] if "experiment" in config else {}
     if not isinstance(experiment, dict):
         raise InputDataError(
             "experiment: expected a table", path=path, line=locate_key(text, ("experiment",))
         )
-    named = experiment.get("protocol", protocol)
+    named = experiment["protocol"] if "protocol" in experiment else protocol
     if protocol is not None and named != protocol:
         raise InputDataError(
             f"experiment.protocol: this command reads {protocol!r} configs, got {named!r}",
@@ -110,8 +155,17 @@ def load_config(path: str | Path, *, protocol: str | None = None) -> dict:
     document = {**config, "experiment": {**experiment, "protocol": named}}
     check_config(document, SCHEMAS[named], path=path, text=text)
     # your own priors and likelihoods ("module:callable"): imported and probed before any work
-    resolve_config_plugins(document, SCHEMAS[named], path=path, text=text)
-    return config
+    resolve_config_plugins(document, check_schema(SCHEMAS[named]), path=path, text=text)
+    return document
+
+
+def settings_of(document: Mapping[str, Any], *, smoke: bool = False) -> ExperimentSettings:
+    """The typed settings of a checked document (:func:`load_document`), with its ``[smoke]``
+    tables merged when ``smoke``."""
+    from probrank.experiments.schemas import SCHEMAS
+
+    schema = SCHEMAS[document["experiment"]["protocol"]]
+    return build_settings(with_overrides(document) if smoke else document, schema)
 
 
 def run_experiment(
@@ -167,7 +221,7 @@ def run_experiment(
     if update_card and smoke:
         raise InputDataError("--update-card writes a model card's results: not with --smoke")
     path = Path(path)
-    config = load_config(path)
+    config = load_document(path)
     if threads is not None:
         config = {**config, "experiment": {**config["experiment"], "threads": threads}}
     overrides = {"executor": executor, "ray_address": ray_address}
@@ -175,9 +229,10 @@ def run_experiment(
         given = {key: value for key, value in overrides.items() if value is not None}
         config = {**config, "experiment": {**config["experiment"], **given}}
     protocol = config["experiment"]["protocol"]
-    from probrank.executors import ExecutorKind, ExecutorSettings
+    settings = settings_of(config, smoke=smoke)
+    from probrank.executors import ExecutorKind
 
-    where = ExecutorSettings.from_table(config["experiment"])  # checked before any work
+    where = settings.experiment.executor_settings()  # checked before any work
     if where.kind is ExecutorKind.RAY:
         if protocol not in RAY_PROTOCOLS:
             raise InputDataError(
@@ -186,7 +241,7 @@ def run_experiment(
         from probrank.executors.ray_cluster import import_ray
 
         import_ray()  # a missing extra is an error before any work
-    card = card_folder(config, path) if update_card else None
+    card = card_folder(settings.output, path) if update_card else None
     output = None
     if out is not None or card is not None:
         record = provenance(
@@ -195,7 +250,7 @@ def run_experiment(
             schema=SCHEMAS.get(protocol),
             seeds=seeds,
             smoke=smoke,
-            threads=config["experiment"].get("threads"),
+            threads=settings.experiment.threads,
         )
         if out is not None:
             output = RunOutput(Path(out), path.stem, record, card=card)
@@ -207,7 +262,7 @@ def run_experiment(
         "%s: protocol %s, seeds 0..%d%s", path, protocol, seeds - 1, " (smoke)" if smoke else ""
     )
     with writing_to(output):
-        result = function(config, config_path=path, seeds=seeds, smoke=smoke)
+        result = function(settings, config_path=path, seeds=seeds, smoke=smoke)
     if output is not None:
         output.write(result)
         result.files = [str(p) for p in output.written]

@@ -19,8 +19,8 @@ deviations, the extra tables, the notes, any protocol data (e.g. the interactive
     applied);
 ``resolved_config``
     every table and key the protocol's schema knows, filled with the values the protocol used
-    where it reports them (``settings``) and ``null`` where the protocol's own default applies
-    and it does not report one;
+    where it reports them (``settings``) and ``null`` where the default of its typed settings
+    (:func:`~probrank.experiments.load_config`) applies and it does not report one;
 ``settings``
     the settings objects the protocol built (its typed view of the config, defaults
     included);
@@ -55,6 +55,7 @@ from probrank.exceptions import InputDataError
 
 if TYPE_CHECKING:
     from probrank.experiments.results import ExperimentResult
+    from probrank.experiments.tables import Output
 
 __all__ = [
     "RunOutput",
@@ -145,19 +146,32 @@ def json_ready(value: Any) -> Any:
 
 
 def _is_table(hint: Any) -> type | None:
-    """The schema dataclass of a hint (``Schema`` or ``Schema | None``), else None."""
+    """The schema dataclass of a hint (``Schema``, ``Schema | None`` or a
+    :class:`~probrank._config.CheckedAs` table), else None."""
+    from probrank._config import CheckedAs
+
+    def checked_as(hint: Any) -> type | None:
+        if typing.get_origin(hint) is not typing.Annotated:
+            return None
+        markers = [m for m in typing.get_args(hint)[1:] if isinstance(m, CheckedAs)]
+        return markers[0].schema if markers else None
+
+    if checked_as(hint) is not None:
+        return checked_as(hint)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return hint
     for arg in typing.get_args(hint):
+        if checked_as(arg) is not None:
+            return checked_as(arg)
         if dataclasses.is_dataclass(arg) and isinstance(arg, type):
             return arg
     return None
 
 
 def resolve_config(config: Mapping[str, Any], schema: type) -> dict[str, Any]:
-    """Every table and key of ``schema``: the config's value, else the field's default (None:
-    the protocol's own default applies). Free tables (``dict[str, T]``) and arrays of tables
-    are copied as given.
+    """Every table and key of ``schema``: the config's value, else None (the default of the
+    typed settings applies; :meth:`RunOutput.payload` fills it from the settings the protocol
+    reports). Free tables (``dict[str, T]``) and arrays of tables are copied as given.
 
     Args:
         config: A document that passed :func:`probrank._config.check_config` with ``schema``.
@@ -176,8 +190,7 @@ def resolve_config(config: Mapping[str, Any], schema: type) -> dict[str, Any]:
         elif table is not None:
             out[f.name] = resolve_config({}, table)
         else:
-            default = f.default if f.default is not dataclasses.MISSING else None
-            out[f.name] = json_ready(default)
+            out[f.name] = None  # the default applies (filled where the protocol reports it)
     return out
 
 
@@ -314,16 +327,18 @@ def provenance(
     }
 
 
-def card_folder(config: Mapping[str, Any], config_path: Path) -> Path:
-    """The model card's results folder of a config: ``[output] folder`` (default
-    ``results``) beside the config.
+def card_folder(output: Output, config_path: Path) -> Path:
+    """The model card's results folder of a config: its ``[output] folder`` beside the config.
+
+    Args:
+        output: The config's ``[output]`` settings.
+        config_path: The config file.
 
     Raises:
         InputDataError: the config says ``[output] save = false``.
     """
-    table = config.get("output", {})
-    if not table.get("save", True):
+    if not output.save:
         raise InputDataError(
             "--update-card: this config has [output] save = false", path=config_path
         )
-    return config_path.parent / str(table.get("folder", "results"))
+    return config_path.parent / output.folder

@@ -1,5 +1,5 @@
-"""The typed schema of each protocol's TOML config (checked by
-:func:`~probrank.experiments.load_config`).
+"""The typed schema of each protocol's TOML config, which is also its settings object (checked
+and built by :func:`~probrank.experiments.load_config`).
 
 Each protocol's schema lives with it (``<protocol package>.config``); the tables they share are
 in :mod:`probrank.experiments.tables`. :data:`SCHEMAS` maps each protocol of
@@ -17,21 +17,33 @@ from probrank.experiments.gpf.config import (
 from probrank.experiments.gpf.top_layers_config import GPFTopLayersExperimentSettings
 from probrank.experiments.interactive.config import InteractiveExperimentSettings
 from probrank.experiments.mediqa.config import MediqaMultitaskExperimentSettings
-from probrank.experiments.qlfusion_cv.config import QLFusionConfig
+from probrank.experiments.qlfusion_cv.config import QLFusionExperimentSettings
 
 __all__ = [
     "SCHEMAS",
     "CascadeExperimentSettings",
+    "ExperimentSettings",
     "GPFFinetuneExperimentSettings",
     "GPFRankerExperimentSettings",
     "GPFTopLayersExperimentSettings",
     "InteractiveExperimentSettings",
     "MediqaMultitaskExperimentSettings",
-    "QLFusionConfig",
+    "QLFusionExperimentSettings",
 ]
 
+ExperimentSettings = (
+    QLFusionExperimentSettings
+    | GPFRankerExperimentSettings
+    | GPFFinetuneExperimentSettings
+    | GPFTopLayersExperimentSettings
+    | MediqaMultitaskExperimentSettings
+    | InteractiveExperimentSettings
+    | CascadeExperimentSettings
+)
+"""The typed settings :func:`~probrank.experiments.load_config` returns, one per protocol."""
+
 SCHEMAS: dict[str, type] = {
-    "qlfusion_cv": QLFusionConfig,
+    "qlfusion_cv": QLFusionExperimentSettings,
     "gpf_ranker": GPFRankerExperimentSettings,
     "gpf_finetune": GPFFinetuneExperimentSettings,
     "gpf_top_layers": GPFTopLayersExperimentSettings,

@@ -70,7 +70,7 @@ def test_executor_key_is_checked_by_the_config_schema(tmp_path: Path) -> None:
         load_config(bad)
     mixed = tmp_path / "mixed.toml"
     mixed.write_text(base.replace("threads = 1\n", 'threads = 1\nray_address = "auto"\n', 1))
-    assert load_config(mixed)["experiment"]["ray_address"] == "auto"
+    assert load_config(mixed).experiment.ray_address == "auto"
     with pytest.raises(InputDataError, match="the executor is 'local'"):
         run_experiment(mixed, seeds=1, smoke=True)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from probrank.experiments import load_config
+from probrank.experiments import load_document, settings_of
 from probrank.experiments.results import ExperimentResult
 from tests.experiments.gpf import test_finetune, test_frozen
 from tests.experiments.interactive.test_protocol import TINY
@@ -58,11 +58,13 @@ def _same(local: ExperimentResult, ray: ExperimentResult) -> None:
 
 
 def _both(run: Callable[..., ExperimentResult], config: dict, **kwargs: Any) -> None:
-    """Run ``config`` locally and on Ray, and check the results are equal."""
-    local = run(copy.deepcopy(config), **kwargs)
+    """Run ``config`` (a checked document) locally and on Ray, and check the results are
+    equal (a smoke run's settings with the ``[smoke]`` tables merged)."""
+    smoke = bool(kwargs.get("smoke", False))
+    local = run(settings_of(copy.deepcopy(config), smoke=smoke), **kwargs)
     on_ray = copy.deepcopy(config)
     on_ray["experiment"] = {**on_ray["experiment"], "executor": "ray"}
-    _same(local, run(on_ray, **kwargs))
+    _same(local, run(settings_of(on_ray, smoke=smoke), **kwargs))
 
 
 @pytest.mark.integration
@@ -70,7 +72,7 @@ def test_qlfusion_cv_smoke(ray_instance: Any, shared_data: Path) -> None:
     from probrank.experiments.qlfusion_cv.protocol import run
 
     path = MODELS / "qlfusion" / "robust03.toml"
-    config = load_config(path)
+    config = load_document(path)
     # a proper subset of the variants keeps it quick: one Bayesian SVI group, the LR group
     config["protocol"]["variants"] = ["qlfusion", "qlfusion_lr"]
     _both(run, config, config_path=path, seeds=2, smoke=True, progress=False)
@@ -110,4 +112,4 @@ def test_interactive_grid(ray_instance: Any, tmp_path: Path) -> None:
         TINY + '\n[[grid]]\nposteriors = ["laplace", "mcdropout"]\nstrategies = ["ei"]\n'
         "noises = [0.3]\n"
     )
-    _both(run, load_config(path), config_path=path, seeds=2, smoke=True)
+    _both(run, load_document(path), config_path=path, seeds=2, smoke=True)

@@ -33,7 +33,7 @@ CONFIGS = Path(__file__).resolve().parents[2] / "models" / "cascade"
 )
 def test_configs_match_the_schema(name: str) -> None:
     config = load_config(CONFIGS / f"{name}.toml")
-    assert config["experiment"]["protocol"] == "cascade"
+    assert config.experiment.protocol == "cascade"
 
 
 @pytest.mark.integration

@@ -17,7 +17,7 @@ import pytest
 from probrank._files import new_figure
 from probrank.cli import main
 from probrank.exceptions import InputDataError
-from probrank.experiments import PROTOCOLS, load_config, run_experiment
+from probrank.experiments import PROTOCOLS, load_document, run_experiment
 from probrank.experiments.provenance import (
     default_run_dir,
     git_commit,
@@ -82,7 +82,7 @@ def test_the_results_json_carries_provenance(project: Path, tmp_path: Path) -> N
     record = saved["provenance"]
     assert record["probrank_version"] == version("probrank")
     assert record["seeds"] == [0, 1] and record["smoke"] is False and record["threads"] == 1
-    assert record["config"] == json.loads(json.dumps(load_config(project / "toy.toml")))
+    assert record["config"] == json.loads(json.dumps(load_document(project / "toy.toml")))
     commit = record["git_commit"]
     assert commit is None or re.fullmatch(r"[0-9a-f]{40}", commit)
     assert dt.datetime.fromisoformat(record["created_utc"]).tzinfo is not None
@@ -174,7 +174,7 @@ def test_resolve_config_lists_every_key_of_every_protocol() -> None:
         "interactive_ranker/liveqa.toml",
         "gpf_ranker/ubuntu.toml",
     ):
-        config = load_config(MODELS / name)
+        config = load_document(MODELS / name)
         schema = SCHEMAS[config["experiment"]["protocol"]]
         resolved = resolve_config(config, schema)
         assert set(resolved) == {f.name for f in dataclasses.fields(schema)}

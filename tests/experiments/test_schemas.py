@@ -7,14 +7,22 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tomllib
 
 from probrank.exceptions import InputDataError
-from probrank.experiments import PROTOCOLS, load_config, run_experiment
+from probrank.experiments import (
+    PROTOCOLS,
+    load_config,
+    load_document,
+    run_experiment,
+    settings_of,
+)
 from probrank.experiments import schemas as s
 from probrank.experiments.results import ExperimentResult
+from probrank.models.interactive.settings import LaplaceSettings
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 SHIPPED = sorted(MODELS.glob("*/*.toml"))
@@ -26,14 +34,19 @@ def test_every_protocol_has_a_schema() -> None:
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_shipped_config_loads_unchanged(path: Path) -> None:
-    config = load_config(path)
+    document = load_document(path)
     with open(path, "rb") as handle:
-        assert config == tomllib.load(handle)  # checking does not alter the document
-    assert config["experiment"]["protocol"] in PROTOCOLS
+        assert document == tomllib.load(handle)  # checking does not alter the document
+    settings = load_config(path)
+    assert isinstance(settings, s.SCHEMAS[settings.experiment.protocol])
+    assert settings == settings_of(document)
+    for smoke in (False, True):  # the typed settings are frozen, the [smoke] merge included
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            load_config(path, smoke=smoke).experiment.threads = 7  # type: ignore[misc]
 
 
 def test_there_are_shipped_configs_of_every_protocol() -> None:
-    protocols = {load_config(p)["experiment"]["protocol"] for p in SHIPPED}
+    protocols = {load_config(p).experiment.protocol for p in SHIPPED}
     assert protocols == set(PROTOCOLS)
 
 
@@ -186,7 +199,10 @@ def test_missing_required_keys(tmp_path: Path) -> None:
 def test_interactive_option_files(tmp_path: Path) -> None:
     options = tmp_path / "options.toml"
     options.write_text("[laplace]\nscale = 0.5\n[warm_start]\nhidden = [20, 5]\n")
-    assert load_config(options, protocol="interactive")["laplace"] == {"scale": 0.5}
+    settings = load_config(options, protocol="interactive")
+    assert isinstance(settings, s.InteractiveExperimentSettings)
+    assert settings.laplace == LaplaceSettings(scale=0.5)
+    assert settings.ranker.warm_start.hidden == (20, 5)  # the model's settings object
     with pytest.raises(InputDataError, match=r"experiment\.protocol: must be one of"):
         load_config(options)  # an experiment needs its protocol
     with pytest.raises(InputDataError, match=r"warm_start\.hidden\[1\]: expected an integer"):
@@ -223,8 +239,8 @@ def test_schemas_list_the_keys_the_code_reads() -> None:
     assert ensemble == params(MLPHead) | params(DeepEnsembleHead) - {"kwargs"}
 
 
-def _capture(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
-    return ExperimentResult("captured", {"threads": {"n": [config["experiment"].get("threads")]}})
+def _capture(config: Any, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
+    return ExperimentResult("captured", {"threads": {"n": [config.experiment.threads]}})
 
 
 def test_run_experiment_threads_override(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,6 +12,7 @@ from torch import Tensor
 from probrank.data.candidates import FIRST_STAGE_FEATURES, CandidateList
 from probrank.data.trec import Qrels, Run
 from probrank.exceptions import InputDataError
+from probrank.experiments.cascade.config import SecondStageSettings
 from probrank.experiments.cascade.protocol import _make_reranker
 from probrank.models import GPFRankerSettings
 from probrank.models.rerankers import GPFReranker
@@ -190,12 +191,12 @@ def test_gpf_on_side_features_only_is_seeded() -> None:
 
 def test_protocol_builds_the_configured_second_stage() -> None:
     encoder = TableEncoder()
-    plain = _make_reranker({"model": "gpf"}, encoder, seed=0, smoke=True)()
+    plain = _make_reranker(SecondStageSettings(model="gpf"), encoder, seed=0, smoke=True)()
     assert isinstance(plain, GPFReranker) and plain.model.encoder is encoder
     dense = _make_reranker(
-        {"model": "gpf", "dense_features": True, "pair_features": False}, encoder, 0, True
+        SecondStageSettings(model="gpf", dense_features=True, pair_features=False), encoder, 0, True
     )()
     assert isinstance(dense, SideFeatureReranker) and isinstance(dense.inner, GPFReranker)
     assert isinstance(dense.inner.model.encoder, SideFeaturesOnly)
     with pytest.raises(InputDataError, match="pair_features"):
-        _make_reranker({"model": "multitask", "pair_features": False}, encoder, 0, True)
+        _make_reranker(SecondStageSettings(model="multitask", pair_features=False), encoder, 0, True)

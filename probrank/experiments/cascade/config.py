@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
-from probrank._config import Range
+from probrank._config import CheckedAs, Range
 from probrank.experiments.tables import (
     Encoder,
     Epochs,
@@ -17,7 +17,10 @@ from probrank.experiments.tables import (
     PositiveInt,
     QuietExperiment,
     Rate,
+    settings_from_table,
 )
+from probrank.models.gpf_ranker.settings import GPFRankerSettings
+from probrank.models.multitask.model import MultiTaskSettings
 from probrank.retrieval.analysis import Stemmer, StopWords
 from probrank.retrieval.bm25 import BM25Method
 from probrank.retrieval.risk import RankingCriterion
@@ -28,29 +31,30 @@ _COLLECTIONS = ("vaswani", "liveqa_medquad")  # probrank.experiments.cascade.col
 
 
 @dataclass(frozen=True)
-class CascadeCollection:
+class CollectionSettings:
     """``[collection]``: which test collection, and where the shared data is."""
 
     name: Annotated[str, OneOf(_COLLECTIONS)]
-    data_dir: str | None = None  # default: probrank.data.paths.shared_data_dir()
+    data_dir: str | None = None  # None: probrank.data.paths.shared_data_dir()
 
 
 @dataclass(frozen=True)
-class FirstStageTable:
+class FirstStageSettings:
     """``[first_stage]``: BM25 with bm25s (defaults: Terrier's)."""
 
-    k: PositiveInt | None = None  # documents retrieved per topic, default 1000
-    k1: PositiveFloat | None = None  # default 1.2
-    b: Annotated[float, Range(0, 1)] | None = None  # default 0.75
-    method: Annotated[str, OneOf.enum(BM25Method)] | None = None  # default "robertson"
-    stemmer: Annotated[str, OneOf.enum(Stemmer)] | None = None  # default "porter"
-    stopwords: Annotated[str, OneOf.enum(StopWords)] | None = None  # default "english_plus"
-    index_dir: str | None = None  # default ".probrank-cache/bm25/<collection>"; "" in memory
+    k: PositiveInt = 1000  # documents retrieved per topic
+    k1: PositiveFloat = 1.2
+    b: Annotated[float, Range(0, 1)] = 0.75
+    method: Annotated[str, OneOf.enum(BM25Method)] = BM25Method.ROBERTSON.value
+    stemmer: Annotated[str, OneOf.enum(Stemmer)] = Stemmer.PORTER.value
+    stopwords: Annotated[str, OneOf.enum(StopWords)] = StopWords.ENGLISH_PLUS.value
+    index_dir: str | None = None  # None: ".probrank-cache/bm25/<collection>"; "" in memory
 
 
 @dataclass(frozen=True)
 class GPFTable:
-    """``[second_stage.gpf]``: :class:`~probrank.models.GPFRankerSettings` keys."""
+    """``[second_stage.gpf]`` as a config writes it: :class:`~probrank.models.GPFRankerSettings`
+    keys (a key left out keeps the settings' default)."""
 
     hidden: PositiveInt | None = None
     num_layers: NonNegativeInt | None = None
@@ -68,7 +72,8 @@ class GPFTable:
 
 @dataclass(frozen=True)
 class MultiTaskTable:
-    """``[second_stage.multitask]``: :class:`~probrank.models.MultiTaskSettings` keys."""
+    """``[second_stage.multitask]`` as a config writes it: :class:`~probrank.models.
+    MultiTaskSettings` keys (a key left out keeps the settings' default)."""
 
     hidden: PositiveInt | None = None
     dropout: Rate | None = None
@@ -83,46 +88,51 @@ class MultiTaskTable:
 
 
 @dataclass(frozen=True)
-class SecondStageTable:
+class SecondStageSettings:
     """``[second_stage]``: the model, the reranking depth and the cross-validation."""
 
-    model: Annotated[str, OneOf(("gpf", "multitask"))] | None = None  # default "gpf"
-    depth: PositiveInt | None = None  # documents reranked per topic, default 100
-    folds: Annotated[int, Range(2)] | None = None  # default 5
-    # the encoder's (u, v, u*v, |u-v|) pair features as inputs (default true; false: gpf only)
-    pair_features: bool | None = None
-    # the query-document cosine, its min-max within the topic and log rank (default false)
-    dense_features: bool | None = None
-    gpf: GPFTable | None = None
-    multitask: MultiTaskTable | None = None
+    model: Annotated[str, OneOf(("gpf", "multitask"))] = "gpf"
+    depth: PositiveInt = 100  # documents reranked per topic
+    folds: Annotated[int, Range(2)] = 5
+    # the encoder's (u, v, u*v, |u-v|) pair features as inputs (false: gpf only)
+    pair_features: bool = True
+    # the query-document cosine, its min-max within the topic and log rank
+    dense_features: bool = False
+    gpf: Annotated[
+        GPFRankerSettings, CheckedAs(GPFTable, settings_from_table(GPFRankerSettings))
+    ] = field(default_factory=GPFRankerSettings)
+    multitask: Annotated[
+        MultiTaskSettings, CheckedAs(MultiTaskTable, settings_from_table(MultiTaskSettings))
+    ] = field(default_factory=MultiTaskSettings)
 
 
 @dataclass(frozen=True)
-class RankingTable:
+class RankingSettings:
     """``[ranking]``: the risk-aware criterion of ``risk.run``."""
 
-    criterion: Annotated[str, OneOf.enum(RankingCriterion)] | None = None  # default "cvar"
-    alpha: Annotated[float, Range(0, 1, open_low=True)] | None = None  # CVaR level, default 0.1
-    risk_aversion: NonNegativeFloat | None = None  # lambda of mean_sd, default 1.0
-    num_draws: PositiveInt | None = None  # default 1000
+    criterion: Annotated[str, OneOf.enum(RankingCriterion)] = RankingCriterion.CVAR.value
+    alpha: Annotated[float, Range(0, 1, open_low=True)] = 0.1  # CVaR level
+    risk_aversion: NonNegativeFloat = 1.0  # lambda of mean_sd
+    num_draws: PositiveInt = 1000
 
 
 @dataclass(frozen=True)
-class CascadeEvaluation:
+class CascadeEvaluationSettings:
     """``[evaluation]``: calibration bins."""
 
-    n_bins: PositiveInt | None = None  # ECE and ERCE bins, default 10
+    n_bins: PositiveInt = 10  # ECE and ERCE bins
 
 
 @dataclass(frozen=True)
 class CascadeExperimentSettings:
-    """A ``cascade`` config."""
+    """A ``cascade`` config (:mod:`probrank.experiments.cascade.protocol`): its typed settings,
+    one field per table."""
 
     experiment: QuietExperiment
-    collection: CascadeCollection
-    first_stage: FirstStageTable | None = None
-    second_stage: SecondStageTable | None = None
-    ranking: RankingTable | None = None
-    encoder: Encoder | None = None
-    evaluation: CascadeEvaluation | None = None
-    output: Output | None = None
+    collection: CollectionSettings
+    first_stage: FirstStageSettings = field(default_factory=FirstStageSettings)
+    second_stage: SecondStageSettings = field(default_factory=SecondStageSettings)
+    ranking: RankingSettings = field(default_factory=RankingSettings)
+    encoder: Encoder = field(default_factory=Encoder)
+    evaluation: CascadeEvaluationSettings = field(default_factory=CascadeEvaluationSettings)
+    output: Output = field(default_factory=Output)

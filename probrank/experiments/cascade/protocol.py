@@ -40,6 +40,7 @@ task encodes the texts its node lacks).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,12 +60,18 @@ from probrank.evaluation.ranking_calibration import (
     score_order_probabilities,
 )
 from probrank.exceptions import InputDataError
-from probrank.executors import ExecutorKind, ExecutorSettings, Task, open_executor
+from probrank.executors import ExecutorKind, Task, open_executor
 from probrank.experiments.cascade.collections import TestCollection, load_collection
+from probrank.experiments.cascade.config import (
+    CascadeExperimentSettings,
+    FirstStageSettings,
+    SecondStageSettings,
+)
 from probrank.experiments.results import ExperimentResult
-from probrank.retrieval.analysis import Analyzer
-from probrank.retrieval.bm25 import BM25Settings, open_or_build
+from probrank.retrieval.analysis import Analyzer, Stemmer, StopWords
+from probrank.retrieval.bm25 import BM25Method, BM25Settings, open_or_build
 from probrank.retrieval.cascade import CascadeResult, CascadeSettings, run_cascade
+from probrank.retrieval.risk import RankingCriterion
 
 __all__ = ["MEASURES", "STAGES", "run"]
 
@@ -77,52 +84,41 @@ MEASURES = ("nDCG@10", "AP", "P@10", "ECE", "ERCE")
 _RANKING_MEASURES = ("nDCG@10", "AP", "P@10")
 
 
-def _first_stage_settings(table: dict[str, Any]) -> BM25Settings:
-    analyzer = Analyzer(
-        stopwords=table.get("stopwords", "english_plus"), stemmer=table.get("stemmer", "porter")
-    )
-    return BM25Settings(
-        k1=float(table.get("k1", 1.2)),
-        b=float(table.get("b", 0.75)),
-        method=table.get("method", "robertson"),
-        analyzer=analyzer,
-    )
+def _first_stage_settings(table: FirstStageSettings) -> BM25Settings:
+    analyzer = Analyzer(stopwords=StopWords(table.stopwords), stemmer=Stemmer(table.stemmer))
+    return BM25Settings(k1=table.k1, b=table.b, method=BM25Method(table.method), analyzer=analyzer)
 
 
-def _index_dir(table: dict[str, Any], name: str, config_path: Path) -> Path | None:
+def _index_dir(table: FirstStageSettings, name: str, config_path: Path) -> Path | None:
     from probrank.encoders.cache import resolve_cache_dir
 
-    configured = table.get("index_dir", f".probrank-cache/bm25/{name}")
+    configured = table.index_dir
+    if configured is None:
+        configured = f".probrank-cache/bm25/{name}"
     return resolve_cache_dir(configured, config_path)
 
 
-def _make_reranker(second: dict[str, Any], encoder: Any, seed: int, smoke: bool) -> Any:
-    from probrank.models.gpf_ranker.model import GPFRankerSettings
-    from probrank.models.multitask.model import MultiTaskSettings
+def _make_reranker(second: SecondStageSettings, encoder: Any, seed: int, smoke: bool) -> Any:
     from probrank.models.rerankers import GPFReranker, MultiTaskReranker
     from probrank.retrieval.features import SideFeatureReranker, SideFeaturesOnly
 
-    kind = second.get("model", "gpf")
-    options = dict(second.get(kind, {}))
-    for key in ("gammas", "epochs", "ranking_weights"):
-        if key in options:
-            options[key] = tuple(options[key])
     make: Any
-    if kind == "gpf":
+    if second.model == "gpf":
+        small: dict[str, Any] = {}
         if smoke:
-            options.update(epochs=(1,), gammas=(2.0,), num_features=64, hidden=32)
-        settings = GPFRankerSettings(**options, seed=seed)
-        pairs: Any = encoder if second.get("pair_features", True) else SideFeaturesOnly(encoder)
+            small = {"epochs": (1,), "gammas": (2.0,), "num_features": 64, "hidden": 32}
+        settings = dataclasses.replace(second.gpf, **small, seed=seed)
+        pairs: Any = encoder if second.pair_features else SideFeaturesOnly(encoder)
         make = lambda: GPFReranker(settings, pairs)  # noqa: E731
     else:
-        if not second.get("pair_features", True):
+        if not second.pair_features:
             raise InputDataError("pair_features = false needs [second_stage] model = 'gpf'")
+        small = {"progress": False}
         if smoke:
-            options.update(max_epochs=5, patience=2, hidden=8, posterior_samples=20)
-        options.setdefault("progress", False)
-        multitask = MultiTaskSettings(**options, seed=seed)
+            small.update(max_epochs=5, patience=2, hidden=8, posterior_samples=20)
+        multitask = dataclasses.replace(second.multitask, **small, seed=seed)
         make = lambda: MultiTaskReranker(multitask, encoder)  # noqa: E731
-    if second.get("dense_features", False):
+    if second.dense_features:
         return lambda: SideFeatureReranker(make(), encoder)
     return make
 
@@ -271,11 +267,11 @@ def _second_stage_texts(
 
 def _cascade_seed(
     encoder: Any,
-    encoder_table: dict[str, Any] | None,
+    encoder_table: dict[str, Any],
     config_path: Path,
     bm25_run: Run,
     data: TestCollection,
-    second: dict[str, Any],
+    second: SecondStageSettings,
     settings: CascadeSettings,
     smoke: bool,
     n_bins: int,
@@ -300,29 +296,39 @@ def _cascade_seed(
     return _stage_measures(result, data.qrels, settings.seed, n_bins), result
 
 
-def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
-    """Run the cascade a config describes (see the module docstring)."""
+def run(
+    config: CascadeExperimentSettings, *, config_path: Path, seeds: int, smoke: bool
+) -> ExperimentResult:
+    """Run the cascade a config describes (see the module docstring).
+
+    Args:
+        config: The config's typed settings (:func:`~probrank.experiments.load_config`).
+        config_path: The config file (relative folders are resolved against it).
+        seeds: Seeds ``0 .. seeds - 1``.
+        smoke: A few judged topics, no index on disk, a small second stage.
+    """
     from probrank.encoders.config import encoder_from_config
 
-    experiment = config.get("experiment", {})
-    quiet = bool(experiment.get("quiet", False))
-    first = dict(config.get("first_stage", {}))
-    second = dict(config.get("second_stage", {}))
-    ranking = dict(config.get("ranking", {}))
-    n_bins = int(config.get("evaluation", {}).get("n_bins", 10))
-    table = config["collection"]
-    threads = int(experiment.get("threads", 2))
-    executor_settings = ExecutorSettings.from_table(experiment)
+    experiment = config.experiment
+    quiet = experiment.quiet
+    first = config.first_stage
+    second = config.second_stage
+    ranking = config.ranking
+    n_bins = config.evaluation.n_bins
+    table = config.collection
+    threads = experiment.threads
+    executor_settings = experiment.executor_settings()
     local = executor_settings.kind is ExecutorKind.LOCAL
+    encoder_table = config.encoder.table()
     with num_threads(threads):
-        data = load_collection(table["name"], table.get("data_dir"), progress=not quiet)
+        data = load_collection(table.name, table.data_dir, progress=not quiet)
         if smoke:
             data = _smoke(data)
         bm25_settings = _first_stage_settings(first)
         index_dir = None if smoke else _index_dir(first, data.name, config_path)
         index, built = open_or_build(index_dir, data.collection, bm25_settings, progress=not quiet)
-        bm25_run = index.search(data.topics, k=int(first.get("k", 1000)), name="bm25")
-        encoder = encoder_from_config(config.get("encoder"), config_path, show_progress=not quiet)
+        bm25_run = index.search(data.topics, k=first.k, name="bm25")
+        encoder = encoder_from_config(encoder_table, config_path, show_progress=not quiet)
         encoded_collection = 0
         if not smoke:  # the whole collection, once (cached on disk)
             from probrank.executors.encoding import encode_collection
@@ -335,17 +341,17 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
                 progress=not quiet,
             )
             encoded_collection = report.encoded
-        depth = int(second.get("depth", 100))
+        depth = second.depth
         values: dict[str, dict[str, list[float]]] = {s: {m: [] for m in MEASURES} for s in STAGES}
         data_out: dict[str, Any] = {}
         per_seed = [
             CascadeSettings(
                 depth=min(depth, 10) if smoke else depth,
-                folds=2 if smoke else int(second.get("folds", 5)),
-                criterion=ranking.get("criterion", "cvar"),
-                risk_aversion=float(ranking.get("risk_aversion", 1.0)),
-                alpha=float(ranking.get("alpha", 0.1)),
-                num_draws=int(ranking.get("num_draws", 1000)),
+                folds=2 if smoke else second.folds,
+                criterion=RankingCriterion(ranking.criterion),
+                risk_aversion=ranking.risk_aversion,
+                alpha=ranking.alpha,
+                num_draws=ranking.num_draws,
                 seed=seed,
             )
             for seed in range(seeds)
@@ -360,7 +366,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
                     _cascade_seed,
                     (
                         encoder if local else None,
-                        config.get("encoder"),
+                        encoder_table,
                         config_path,
                         *shared,
                         second,
@@ -393,17 +399,16 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         f"encoder {encoder.path.name} ({encoder.mode.value}, {encoder.pooling.value} pooling, "
         f"max_length {encoder.max_length}); {encoded_collection} collection texts encoded in "
         "this run (the rest came from the cache)",
-        f"second stage {second.get('model', 'gpf')} over the top {depth} documents (features: "
-        + ("encoder pair features, " if second.get("pair_features", True) else "")
+        f"second stage {second.model} over the top {depth} documents (features: "
+        + ("encoder pair features, " if second.pair_features else "")
         + "BM25 score features"
-        + (", query-document cosine features" if second.get("dense_features", False) else "")
-        + f"), {second.get('folds', 5)}-fold cross-validation over topics; risk run: "
-        f"{ranking.get('criterion', 'cvar')} (alpha {ranking.get('alpha', 0.1)}, lambda "
-        f"{ranking.get('risk_aversion', 1.0)})",
+        + (", query-document cosine features" if second.dense_features else "")
+        + f"), {second.folds}-fold cross-validation over topics; risk run: "
+        f"{ranking.criterion} (alpha {ranking.alpha}, lambda {ranking.risk_aversion})",
         f"ranking measures over the {evaluated} topics with a relevant document; ECE "
         f"({n_bins} bins, top-label) and ERCE over the reranked candidates, held out",
     ]
-    title = experiment.get("title", f"cascade: {config_path.stem}")
+    title = experiment.title or f"cascade: {config_path.stem}"
     return ExperimentResult(
         title,
         values,
@@ -412,10 +417,10 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         settings={
             "first_stage": bm25_settings.to_json(),
             "second_stage": {
-                "model": second.get("model", "gpf"),
+                "model": second.model,
                 "depth": depth,
-                "pair_features": bool(second.get("pair_features", True)),
-                "dense_features": bool(second.get("dense_features", False)),
+                "pair_features": second.pair_features,
+                "dense_features": second.dense_features,
             },
         },
     )

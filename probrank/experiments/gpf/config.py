@@ -1,9 +1,14 @@
-"""The typed schemas of the ``gpf_ranker`` and ``gpf_finetune`` configs."""
+"""The typed settings (schemas) of the ``gpf_ranker`` and ``gpf_finetune`` configs.
+
+A head's keys under ``[heads.<head>]`` are None where the config does not set them: the
+shared ``[heads]`` value applies, else the model's default
+(:class:`~probrank.models.gpf_ranker.GPFRankerSettings`; the protocols build one per head).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from probrank._config import NonEmpty, Range, SchemaError
@@ -21,7 +26,12 @@ from probrank.experiments.tables import (
     QuietExperiment,
     Rate,
 )
-from probrank.models.gpf_ranker import LossKind, MomentumForm, PrecisionUpdate
+from probrank.models.gpf_ranker import (
+    DEFAULT_MEAN_FIELD_FACTORS,
+    LossKind,
+    MomentumForm,
+    PrecisionUpdate,
+)
 
 __all__ = ["GPFFinetuneExperimentSettings", "GPFRankerExperimentSettings"]
 
@@ -32,8 +42,8 @@ SplitName = Annotated[str, NonEmpty()]
 
 def _check_split_names(table: Mapping[str, Any], keys: tuple[str, ...]) -> None:
     datasets = dataset_names(generated=False, aliases=True)  # the dataset registry's
-    for key in keys:
-        values = table.get(key, [])
+    for key in (k for k in keys if k in table):
+        values = table[key]
         for index, value in enumerate(values if isinstance(values, list) else [values]):
             dataset, _, split = str(value).partition(":")
             if dataset not in datasets or not split:
@@ -51,14 +61,14 @@ class GPFDataSettings:
     train: SplitName
     validation: SplitName
     test: SplitName
-    ubuntu_dir: str | None = None  # default <shared data>/dialog/ubuntu-irc
-    mediqa_dir: str | None = None  # default <shared data>/qa/mediqa2019-task3
-    liveqa_dir: str | None = None  # default <shared data>/qa/liveqa-med
+    ubuntu_dir: str | None = None  # None: <shared data>/dialog/ubuntu-irc
+    mediqa_dir: str | None = None  # None: <shared data>/qa/mediqa2019-task3
+    liveqa_dir: str | None = None  # None: <shared data>/qa/liveqa-med
     # (one <name>_dir per loaded data set of probrank.data.datasets, a test keeps them equal)
-    ubuntu_train_contexts: NonNegativeInt | None = None  # 0 (default): all
-    ubuntu_dev_contexts: NonNegativeInt | None = None
-    ubuntu_test_contexts: NonNegativeInt | None = None
-    seed: NonNegativeInt | None = None  # Ubuntu negatives and subsets; default 0
+    ubuntu_train_contexts: NonNegativeInt = 0  # 0: all
+    ubuntu_dev_contexts: NonNegativeInt = 0
+    ubuntu_test_contexts: NonNegativeInt = 0
+    seed: NonNegativeInt = 0  # Ubuntu negatives and subsets
 
     @classmethod
     def check_table(cls, table: Mapping[str, Any]) -> None:
@@ -70,7 +80,7 @@ class GPFDataSettings:
 class GPFFinetuneDataSettings(GPFDataSettings):
     """``[data]`` of ``gpf_finetune``: also the shifted test sets."""
 
-    shift: list[SplitName] | None = None  # default none
+    shift: list[SplitName] = field(default_factory=list)
 
     @classmethod
     def check_table(cls, table: Mapping[str, Any]) -> None:
@@ -80,9 +90,11 @@ class GPFFinetuneDataSettings(GPFDataSettings):
 
 @dataclass(frozen=True)
 class GPFEvaluationSettings:
-    """``[evaluation]``: the measures reported (default all)."""
+    """``[evaluation]``: the measures reported."""
 
-    measures: Annotated[list[str], NonEmpty(), OneOf(MEASURES)] | None = None
+    measures: Annotated[list[str], NonEmpty(), OneOf(MEASURES)] = field(
+        default_factory=lambda: list(MEASURES)
+    )
 
 
 @dataclass(frozen=True)
@@ -177,9 +189,12 @@ class FrozenGPFSettings(GPHeadSettings, FrozenFitSettings):
 
 @dataclass(frozen=True)
 class GPFRankerHeadsSettings(FrozenFitSettings):
-    """``[heads]`` of ``gpf_ranker``: the heads, their shared settings and one table each."""
+    """``[heads]`` of ``gpf_ranker``: the heads, their shared settings and one table each
+    (None: not set, the model's default)."""
 
-    names: Annotated[list[str], NonEmpty(), OneOf(HEADS)] | None = None  # default all five
+    names: Annotated[list[str], NonEmpty(), OneOf(HEADS)] = field(
+        default_factory=lambda: list(HEADS)
+    )
     hidden: PositiveInt | None = None
     num_layers: NonNegativeInt | None = None
     dropout: Rate | None = None
@@ -212,9 +227,11 @@ class FineTunedGPFSettings(GPHeadSettings, FineTuneFitSettings):
 
 @dataclass(frozen=True)
 class GPFFinetuneHeadsSettings(FineTuneFitSettings):
-    """``[heads]`` of ``gpf_finetune``."""
+    """``[heads]`` of ``gpf_finetune`` (None: not set, the model's default)."""
 
-    names: Annotated[list[str], NonEmpty(), OneOf(FINE_TUNED_HEADS)] | None = None
+    names: Annotated[list[str], NonEmpty(), OneOf(FINE_TUNED_HEADS)] = field(
+        default_factory=lambda: list(FINE_TUNED_HEADS)
+    )
     hidden: PositiveInt | None = None
     num_layers: NonNegativeInt | None = None
     dropout: Rate | None = None
@@ -227,37 +244,43 @@ class GPFFinetuneHeadsSettings(FineTuneFitSettings):
 class CalibrationSettings:
     """``[calibration]`` of ``gpf_finetune``: the mean-field factors ``lambda`` to choose from."""
 
-    mean_field_factors: Annotated[list[NonNegativeFloat], NonEmpty()] | None = None
+    mean_field_factors: Annotated[list[NonNegativeFloat], NonEmpty()] = field(
+        default_factory=lambda: list(DEFAULT_MEAN_FIELD_FACTORS)
+    )
 
 
 @dataclass(frozen=True)
 class TemperatureCalibrationSettings(CalibrationSettings):
-    """``[calibration]`` of ``gpf_ranker``: also the ``+T`` rows (default true)."""
+    """``[calibration]`` of ``gpf_ranker``: also the ``+T`` rows."""
 
-    temperature: bool | None = None
+    temperature: bool = True
 
 
 @dataclass(frozen=True)
 class GPFRankerExperimentSettings:
-    """A ``gpf_ranker`` config (:mod:`probrank.experiments.gpf.frozen`)."""
+    """A ``gpf_ranker`` config (:mod:`probrank.experiments.gpf.frozen`): its typed settings, one
+    field per table."""
 
     experiment: QuietExperiment
     data: GPFDataSettings
-    evaluation: GPFEvaluationSettings | None = None
-    encoder: Encoder | None = None
-    heads: GPFRankerHeadsSettings | None = None
-    calibration: TemperatureCalibrationSettings | None = None
-    output: Output | None = None
+    evaluation: GPFEvaluationSettings = field(default_factory=GPFEvaluationSettings)
+    encoder: Encoder = field(default_factory=Encoder)
+    heads: GPFRankerHeadsSettings = field(default_factory=GPFRankerHeadsSettings)
+    calibration: TemperatureCalibrationSettings = field(
+        default_factory=TemperatureCalibrationSettings
+    )
+    output: Output = field(default_factory=Output)
 
 
 @dataclass(frozen=True)
 class GPFFinetuneExperimentSettings:
-    """A ``gpf_finetune`` config (:mod:`probrank.experiments.gpf.finetune`)."""
+    """A ``gpf_finetune`` config (:mod:`probrank.experiments.gpf.finetune`): its typed settings,
+    one field per table."""
 
     experiment: QuietExperiment
     data: GPFFinetuneDataSettings
-    evaluation: GPFEvaluationSettings | None = None
-    encoder: Encoder | None = None
-    heads: GPFFinetuneHeadsSettings | None = None
-    calibration: CalibrationSettings | None = None
-    output: Output | None = None
+    evaluation: GPFEvaluationSettings = field(default_factory=GPFEvaluationSettings)
+    encoder: Encoder = field(default_factory=Encoder)
+    heads: GPFFinetuneHeadsSettings = field(default_factory=GPFFinetuneHeadsSettings)
+    calibration: CalibrationSettings = field(default_factory=CalibrationSettings)
+    output: Output = field(default_factory=Output)

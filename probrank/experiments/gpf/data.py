@@ -16,6 +16,7 @@ from torch import Tensor
 
 from probrank.data.candidates import CandidateList, pair_texts
 from probrank.data.datasets import DatasetInfo, DatasetName, parse_split_name
+from probrank.experiments.gpf.config import GPFDataSettings, GPFFinetuneDataSettings
 
 __all__ = ["SMOKE_LISTS", "SMOKE_UBUNTU_CONTEXTS", "folder_key", "load_split", "pair_features"]
 
@@ -32,12 +33,14 @@ def folder_key(info: DatasetInfo) -> str:
     return f"{(info.aliases or (info.name.value,))[0]}_dir"
 
 
-def load_split(name: str, data: dict[str, Any], smoke: bool = False) -> list[CandidateList]:
+def load_split(
+    name: str, data: GPFDataSettings | GPFFinetuneDataSettings, smoke: bool = False
+) -> list[CandidateList]:
     """Candidate lists of ``"dataset:split"`` (e.g. ``"ubuntu:dev"``).
 
     Args:
         name: The split's name.
-        data: The config's ``[data]`` table (folders, Ubuntu subset sizes and seed).
+        data: The config's ``[data]`` settings (folders, Ubuntu subset sizes and seed).
         smoke: Keep a few lists only.
 
     Raises:
@@ -46,11 +49,11 @@ def load_split(name: str, data: dict[str, Any], smoke: bool = False) -> list[Can
     info, split = parse_split_name(name)
     options: dict[str, Any] = {}
     if info.name is DatasetName.UBUNTU:
-        limit = int(data.get(f"ubuntu_{split}_contexts", 0)) or None
+        limit = int(getattr(data, f"ubuntu_{split}_contexts", 0)) or None
         if smoke:
             limit = min(limit or SMOKE_UBUNTU_CONTEXTS, SMOKE_UBUNTU_CONTEXTS)
-        options = {"max_contexts": limit, "seed": int(data.get("seed", 0))}
-    folder = data.get(folder_key(info)) or info.default_folder()
+        options = {"max_contexts": limit, "seed": data.seed}
+    folder = getattr(data, folder_key(info), None) or info.default_folder()
     lists = info.load_function()(folder, split, **options)
     if smoke and info.name is not DatasetName.UBUNTU:
         return lists[:SMOKE_LISTS]

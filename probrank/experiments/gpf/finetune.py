@@ -40,29 +40,40 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from probrank._config import as_table
 from probrank.data.candidates import num_pairs
 from probrank.evaluation.calibration_plots import reliability_figure
 from probrank.exceptions import InputDataError
-from probrank.executors import ExecutorKind, ExecutorSettings, Task, open_executor
+from probrank.executors import ExecutorKind, Task, open_executor
+from probrank.experiments.gpf.config import GPFFinetuneDataSettings, GPFFinetuneExperimentSettings
 from probrank.experiments.gpf.data import load_split
 from probrank.experiments.gpf.measures import FINE_TUNED_HEADS, MEASURES, evaluate_head
 from probrank.experiments.results import ExperimentResult
-from probrank.models.gpf_ranker import DEFAULT_MEAN_FIELD_FACTORS, Family, select
+from probrank.models.gpf_ranker import Family, select
 from probrank.models.gpf_ranker.fine_tuning import PairSplit, fine_tune_checkpoints, pair_split
 
 __all__ = ["run"]
 
 
-def _split(name: str, data: dict[str, Any], smoke: bool) -> PairSplit:
+def _split(name: str, data: GPFFinetuneDataSettings, smoke: bool) -> PairSplit:
     return pair_split(name, load_split(name, data, smoke))
 
 
-def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
-    """Fine-tune and evaluate the configured heads over ``seeds`` seeds (see the module doc)."""
-    threads = int(config.get("experiment", {}).get("threads", 2))
+def run(
+    config: GPFFinetuneExperimentSettings, *, config_path: Path, seeds: int, smoke: bool
+) -> ExperimentResult:
+    """Fine-tune and evaluate the configured heads over ``seeds`` seeds (see the module doc).
+
+    Args:
+        config: The config's typed settings (:func:`~probrank.experiments.load_config`).
+        config_path: The config file (resolves a relative encoder ``cache_dir``).
+        seeds: Seeds ``0 .. seeds - 1``.
+        smoke: A few lists per split.
+    """
+    threads = config.experiment.threads
     torch.set_num_threads(threads)
-    data = config.get("data", {})
-    names = config.get("heads", {}).get("names", list(FINE_TUNED_HEADS))
+    data = config.data
+    names = list(config.heads.names)
     unknown = [n for n in names if n not in FINE_TUNED_HEADS]
     if unknown:
         raise InputDataError(
@@ -70,25 +81,23 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
             f"{', '.join(FINE_TUNED_HEADS)}",
             path=config_path,
         )
-    measures = config.get("evaluation", {}).get("measures", list(MEASURES))
+    measures = list(config.evaluation.measures)
     bad = [m for m in measures if m not in MEASURES]
     if bad:
         raise InputDataError(
             f"unknown measure {bad[0]!r}; choose from {', '.join(MEASURES)}", path=config_path
         )
-    factors = [
-        float(f)
-        for f in config.get("calibration", {}).get("mean_field_factors", DEFAULT_MEAN_FIELD_FACTORS)
-    ]
-    shifts = [str(s) for s in data.get("shift", [])]
+    factors = [float(f) for f in config.calibration.mean_field_factors]
+    shifts = [str(s) for s in data.shift]
     splits: dict[str, PairSplit] = {}
-    for role in ("train", "validation", "test"):
-        if role not in data:
-            raise InputDataError(f"[data] {role} missing", path=config_path)
-        splits[role] = _split(data[role], data, smoke)
+    roles = {"train": data.train, "validation": data.validation, "test": data.test}
+    for role, split_name in roles.items():
+        splits[role] = _split(split_name, data, smoke)
     for name in shifts:
         splits[name] = _split(name, data, smoke)
-    quiet = bool(config.get("experiment", {}).get("quiet", False))
+    heads_table = as_table(config.heads)  # the [heads] table, as the model's fine-tuning reads it
+    encoder_table = config.encoder.table()
+    quiet = config.experiment.quiet
     targets = ["test", *shifts]
     rows = [
         _row(head, family, target)
@@ -100,7 +109,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     chosen: dict[str, dict[str, float]] = {}
     seed0: dict[str, dict[str, Tensor]] = {target: {} for target in targets}
     pairs = [(seed, name) for seed in range(seeds) for name in names]
-    with open_executor(ExecutorSettings.from_table(config.get("experiment"))) as executor:
+    with open_executor(config.experiment.executor_settings()) as executor:
         local = executor.kind is ExecutorKind.LOCAL
         shared = executor.share(splits)
         tasks = [
@@ -110,8 +119,8 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
                 (
                     name,
                     seed,
-                    config.get("heads", {}),
-                    config.get("encoder"),
+                    heads_table,
+                    encoder_table,
                     shared,
                     shifts,
                     not quiet and local,
@@ -141,12 +150,12 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
             f"{len(s.lists)} lists, {num_pairs(s.lists)} pairs"
             for role, s in splits.items()
         ),
-        f"encoder fine-tuned end to end with each head: {config.get('encoder', {})}",
+        f"encoder fine-tuned end to end with each head: {encoder_table}",
         "selected per head and seed by validation NLL: the epoch and (GP heads) the mean-field "
         f"factor from {[round(f, 4) for f in factors]}; rows '+T' add a validation-fitted "
         "temperature; test and shift sets scored at the chosen epoch",
     ]
-    title = config.get("experiment", {}).get("title", f"gpf_finetune: {config_path.stem}")
+    title = config.experiment.title or f"gpf_finetune: {config_path.stem}"
     panels = {
         f"{splits[target].name}, seed 0: {label}": (
             {r: p for r, p in seed0[target].items() if r.endswith("+T") == with_t},
@@ -155,9 +164,9 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         for target in targets
         for label, with_t in (("no temperature", False), ("+ validation temperature", True))
     }
-    heads_cfg = config.get("heads", {})
     per_head: dict[str, dict[str, Any]] = {
-        name: {**heads_cfg, **heads_cfg.get(name, {})} for name in names
+        name: {**heads_table, **(heads_table[name] if name in heads_table else {})}
+        for name in names
     }
     for table in per_head.values():
         for other in FINE_TUNED_HEADS:

@@ -32,15 +32,16 @@ from typing import Any
 
 from torch import Tensor
 
+from probrank._config import as_table
 from probrank.data.candidates import CandidateList, num_pairs
 from probrank.evaluation.calibration_plots import reliability_figure
 from probrank.exceptions import InputDataError
-from probrank.executors import ExecutorSettings, Task, open_executor
+from probrank.executors import Task, open_executor
+from probrank.experiments.gpf.config import GPFRankerExperimentSettings, GPFRankerHeadsSettings
 from probrank.experiments.gpf.data import load_split, pair_features
 from probrank.experiments.gpf.measures import HEADS, MEASURES, evaluate_head
 from probrank.experiments.results import ExperimentResult
 from probrank.models.gpf_ranker import (
-    DEFAULT_MEAN_FIELD_FACTORS,
     GP_HEADS,
     Family,
     GPFRanker,
@@ -54,23 +55,33 @@ _SMOKE_FEATURES = 64
 """Random features of the GP heads in smoke runs."""
 
 
-def _head_options(heads: dict[str, Any], name: str) -> dict[str, Any]:
-    common = {k: heads[k] for k in ("hidden", "num_layers", "dropout") if k in heads}
-    own = {k: v for k, v in heads.get(name, {}).items() if k not in _FIT_KEYS}
-    return {**common, **own}
-
-
+_SHARED_KEYS = ("hidden", "num_layers", "dropout")
 _FIT_KEYS = ("epochs", "batch_size", "lr", "weight_decay")
 
 
-def _fit_settings(heads: dict[str, Any], name: str) -> dict[str, Any]:
+def _own(heads: GPFRankerHeadsSettings, name: str) -> dict[str, Any]:
+    """The keys ``[heads.<name>]`` sets, in the config's order."""
+    table = getattr(heads, name)
+    return as_table(table) if table is not None else {}
+
+
+def _head_options(heads: GPFRankerHeadsSettings, name: str) -> dict[str, Any]:
+    """The head's constructor keys a config sets: ``[heads]`` hidden, num_layers and dropout,
+    overridden by ``[heads.<name>]``'s own keys."""
+    shared = as_table(heads)
+    common = {k: shared[k] for k in _SHARED_KEYS if k in shared}
+    own = {k: v for k, v in _own(heads, name).items() if k not in _FIT_KEYS}
+    return {**common, **own}
+
+
+def _fit_settings(heads: GPFRankerHeadsSettings, name: str) -> dict[str, Any]:
     """``[heads]`` training settings, overridden by ``[heads.<name>]``."""
-    merged = {**heads, **heads.get(name, {})}
+    merged = {**as_table(heads), **_own(heads, name)}
     return {k: merged[k] for k in _FIT_KEYS if k in merged}
 
 
 def head_settings(
-    heads: dict[str, Any], name: str, factors: list[float], *, smoke: bool
+    heads: GPFRankerHeadsSettings, name: str, factors: list[float], *, smoke: bool
 ) -> GPFRankerSettings:
     """The :class:`~probrank.models.gpf_ranker.GPFRankerSettings` of head ``name`` from
     ``[heads]`` and ``[heads.<name>]`` (what a table leaves out is the model's default; a
@@ -138,44 +149,47 @@ def _fit_head(
     return outcome
 
 
-def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
-    """Train and evaluate the configured heads over ``seeds`` seeds (see the module doc)."""
+def run(
+    config: GPFRankerExperimentSettings, *, config_path: Path, seeds: int, smoke: bool
+) -> ExperimentResult:
+    """Train and evaluate the configured heads over ``seeds`` seeds (see the module doc).
+
+    Args:
+        config: The config's typed settings (:func:`~probrank.experiments.load_config`).
+        config_path: The config file (resolves a relative encoder ``cache_dir``).
+        seeds: Seeds ``0 .. seeds - 1``.
+        smoke: A few lists per split, one epoch, one gamma, a small GP.
+    """
     import torch
 
-    threads = int(config.get("experiment", {}).get("threads", 2))
+    threads = config.experiment.threads
     torch.set_num_threads(threads)
-    data = config.get("data", {})
-    heads_cfg = config.get("heads", {})
-    names = heads_cfg.get("names", list(HEADS))
+    data = config.data
+    heads_cfg = config.heads
+    names = list(heads_cfg.names)
     unknown = [n for n in names if n not in HEADS]
     if unknown:
         raise InputDataError(
             f"unknown head {unknown[0]!r}; choose from {', '.join(HEADS)}", path=config_path
         )
-    measures = config.get("evaluation", {}).get("measures", list(MEASURES))
+    measures = list(config.evaluation.measures)
     bad = [m for m in measures if m not in MEASURES]
     if bad:
         raise InputDataError(
             f"unknown measure {bad[0]!r}; choose from {', '.join(MEASURES)}", path=config_path
         )
-    calibration_cfg = config.get("calibration", {})
-    factors = [
-        float(f) for f in calibration_cfg.get("mean_field_factors", DEFAULT_MEAN_FIELD_FACTORS)
-    ]
+    factors = [float(f) for f in config.calibration.mean_field_factors]
     families = [Family.PLAIN]
-    if calibration_cfg.get("temperature", True):
+    if config.calibration.temperature:
         families.append(Family.TEMPERATURE)
     from probrank.encoders.config import encoder_from_config
 
+    roles = {"train": data.train, "validation": data.validation, "test": data.test}
     loaded = {}
-    for role in ("train", "validation", "test"):  # every file is read before the encoder loads
-        if role not in data:
-            raise InputDataError(f"[data] {role} missing", path=config_path)
-        loaded[role] = load_split(data[role], data, smoke)
+    for role, split in roles.items():  # every file is read before the encoder loads
+        loaded[role] = load_split(split, data, smoke)
     encoder = encoder_from_config(
-        config.get("encoder"),
-        config_path,
-        show_progress=not config.get("experiment", {}).get("quiet", False),
+        config.encoder.table(), config_path, show_progress=not config.experiment.quiet
     )
     splits = {}
     for role, lists in loaded.items():
@@ -190,7 +204,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     per_head = {name: head_settings(heads_cfg, name, factors, smoke=smoke) for name in names}
     epochs_used = {name: [int(e) for e in per_head[name].epochs] for name in names}
     pairs = [(seed, name) for seed in range(seeds) for name in names]
-    with open_executor(ExecutorSettings.from_table(config.get("experiment"))) as executor:
+    with open_executor(config.experiment.executor_settings()) as executor:
         shared = executor.share(prepared)
         tasks = [
             Task(
@@ -201,8 +215,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
             )
             for seed, name in pairs
         ]
-        quiet = bool(config.get("experiment", {}).get("quiet", False))
-        outcomes = executor.map(tasks, desc="heads", progress=not quiet)
+        outcomes = executor.map(tasks, desc="heads", progress=not config.experiment.quiet)
     for (seed, _name), outcome in zip(pairs, outcomes, strict=True):
         for row, settings_chosen in outcome.chosen.items():
             chosen[f"{row} (seed {seed})"] = settings_chosen
@@ -210,9 +223,9 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
                 values[row][measure].append(value)
         test_probs.update(outcome.probs)
     notes = [
-        f"train {data['train']}: {len(splits['train'][0])} lists, {num_pairs(splits['train'][0])} "
-        f"pairs; validation {data['validation']}: {len(splits['validation'][0])} lists, "
-        f"{num_pairs(splits['validation'][0])} pairs; test {data['test']}: "
+        f"train {data.train}: {len(splits['train'][0])} lists, {num_pairs(splits['train'][0])} "
+        f"pairs; validation {data.validation}: {len(splits['validation'][0])} lists, "
+        f"{num_pairs(splits['validation'][0])} pairs; test {data.test}: "
         f"{len(splits['test'][0])} lists, {num_pairs(splits['test'][0])} pairs",
         f"encoder {encoder.path.parent.name}/{encoder.path.name} ({encoder.mode.value}, "
         f"{encoder.pooling.value} pooling, frozen, features {encoder.feature_dim})",
@@ -222,13 +235,13 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         + f"; GP mean-field factor lambda from {[round(f, 4) for f in factors]}"
         + ("; rows '+T' add a validation-fitted temperature" if len(families) > 1 else ""),
     ]
-    title = config.get("experiment", {}).get("title", f"gpf_ranker: {config_path.stem}")
+    title = config.experiment.title or f"gpf_ranker: {config_path.stem}"
     settings = {
         "heads": {
             name: {
                 **_head_options(heads_cfg, name),
                 **_fit_settings(heads_cfg, name),
-                "epochs": epochs_used.get(name),
+                "epochs": epochs_used[name],
             }
             for name in names
         },
@@ -246,7 +259,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     )
 
 
-def _gpf_gammas(heads: dict[str, Any], factors: list[float]) -> list[float]:
+def _gpf_gammas(heads: GPFRankerHeadsSettings, factors: list[float]) -> list[float]:
     """The configured GPF gamma grid (the model's default when not given)."""
     return list(head_settings(heads, "gpf", factors, smoke=False).gammas)
 

@@ -33,7 +33,6 @@ the same config runs end to end with ``frozen_layers = 0`` and ``device = "cuda"
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,16 +40,22 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from probrank._config import as_table
 from probrank._progress import progress_bar
 from probrank.data.candidates import CandidateList, num_pairs, pair_texts
 from probrank.encoders.hidden_states import HiddenStateEncoder
 from probrank.evaluation.calibration_plots import reliability_figure
 from probrank.exceptions import InputDataError
+from probrank.experiments.gpf.config import GPFFinetuneDataSettings
 from probrank.experiments.gpf.data import load_split
-from probrank.experiments.gpf.measures import MEASURES, evaluate_head
-from probrank.experiments.gpf.top_layers_config import TOP_LAYER_HEADS
+from probrank.experiments.gpf.measures import evaluate_head
+from probrank.experiments.gpf.top_layers_config import (
+    TOP_LAYER_HEADS,
+    GPFTopLayersExperimentSettings,
+    TopLayersEncoderSettings,
+)
 from probrank.experiments.results import ExperimentResult
-from probrank.models.gpf_ranker import DEFAULT_MEAN_FIELD_FACTORS, GP_HEADS, Family, select
+from probrank.models.gpf_ranker import GP_HEADS, Family, select
 from probrank.models.gpf_ranker.top_layers import (
     ROW_GROUPS,
     DropoutScope,
@@ -79,44 +84,49 @@ class _Tally:
     seed0: dict[str, dict[str, Tensor]] = field(default_factory=dict)
 
 
-def _encoder(config: Mapping[str, Any], config_path: Path, quiet: bool) -> HiddenStateEncoder:
+def _encoder(table: TopLayersEncoderSettings, config_path: Path, quiet: bool) -> HiddenStateEncoder:
     from probrank.encoders.config import encoder_cache_dir
 
-    table = dict(config.get("encoder", {}))
-    frozen = table.get("frozen_layers")
     return HiddenStateEncoder(
-        table.get("name_or_path") or table.get("model") or None,
-        frozen_layers=None if frozen is None else int(frozen),  # default n - 1
-        max_length=int(table.get("max_length", 128)),
-        batch_size=int(table.get("batch_size", 64)),
-        dtype=table.get("state_dtype", "float16"),
-        device=table.get("device"),
-        cache_dir=encoder_cache_dir(table, config_path),
-        show_progress=not quiet and bool(table.get("show_progress", table.get("progress", True))),
+        table.name_or_path or table.model or None,
+        frozen_layers=table.frozen_layers,  # None: n - 1
+        max_length=table.max_length,
+        batch_size=table.batch_size,
+        dtype=table.state_dtype,
+        device=table.device,
+        cache_dir=encoder_cache_dir(as_table(table), config_path),
+        show_progress=not quiet and table.progress_bars,
     )
 
 
 def _load_splits(
-    data: Mapping[str, Any], shifts: list[str], config_path: Path, smoke: bool
+    data: GPFFinetuneDataSettings, shifts: list[str], config_path: Path, smoke: bool
 ) -> dict[str, tuple[str, list[CandidateList]]]:
     loaded = {}
-    for role in ("train", "validation", "test"):
-        if role not in data:
-            raise InputDataError(f"[data] {role} missing", path=config_path)
-        loaded[role] = (str(data[role]), load_split(str(data[role]), dict(data), smoke))
+    for role, name in (("train", data.train), ("validation", data.validation), ("test", data.test)):
+        loaded[role] = (name, load_split(name, data, smoke))
     for name in shifts:
-        loaded[name] = (name, load_split(name, dict(data), smoke))
+        loaded[name] = (name, load_split(name, data, smoke))
     return loaded
 
 
-def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
-    """Fine-tune the top layers with each configured head over ``seeds`` seeds (module doc)."""
-    experiment = config.get("experiment", {})
-    torch.set_num_threads(int(experiment.get("threads", 2)))
-    quiet = bool(experiment.get("quiet", False))
-    data = config.get("data", {})
-    heads = config.get("heads", {})
-    names = list(heads.get("names", list(TOP_LAYER_HEADS)))
+def run(
+    config: GPFTopLayersExperimentSettings, *, config_path: Path, seeds: int, smoke: bool
+) -> ExperimentResult:
+    """Fine-tune the top layers with each configured head over ``seeds`` seeds (module doc).
+
+    Args:
+        config: The config's typed settings (:func:`~probrank.experiments.load_config`).
+        config_path: The config file (resolves a relative ``cache_dir``).
+        seeds: Seeds ``0 .. seeds - 1``.
+        smoke: A few lists per split, one epoch, a small GP.
+    """
+    experiment = config.experiment
+    torch.set_num_threads(experiment.threads)
+    quiet = experiment.quiet
+    data = config.data
+    heads = config.heads
+    names = list(heads.names)
     unknown = [n for n in names if n not in TOP_LAYER_HEADS]
     if unknown:
         raise InputDataError(
@@ -124,28 +134,27 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
             f"{', '.join(TOP_LAYER_HEADS)}",
             path=config_path,
         )
-    measures = list(config.get("evaluation", {}).get("measures", list(MEASURES)))
-    calibration = config.get("calibration", {})
-    factors = [float(f) for f in calibration.get("mean_field_factors", DEFAULT_MEAN_FIELD_FACTORS)]
+    measures = list(config.evaluation.measures)
+    factors = [float(f) for f in config.calibration.mean_field_factors]
     families = [Family.PLAIN]
-    if calibration.get("temperature", True):
+    if config.calibration.temperature:
         families.append(Family.TEMPERATURE)
-    shifts = [str(s) for s in data.get("shift", [])]
+    shifts = [str(s) for s in data.shift]
     loaded = _load_splits(data, shifts, config_path, smoke)  # every file read before the model
-    encoder = _encoder(config, config_path, quiet)
+    encoder = _encoder(config.encoder, config_path, quiet)
     splits: dict[str, TopLayerSplit] = {}
     for role, (name, lists) in loaded.items():
         queries, candidates = pair_texts(lists)
         labels = torch.tensor([y for item in lists for y in item.labels], dtype=torch.float32)
         splits[role] = TopLayerSplit(name, lists, labels, encoder.encode_pairs(queries, candidates))
     settings = {
-        "pooling": config.get("encoder", {}).get("pooling", "mean"),
+        "pooling": config.encoder.pooling,
         "batch_size": encoder.batch_size,
-        "scope": DropoutScope(heads.get("mc_dropout", {}).get("scope", "head")),
+        "scope": DropoutScope(heads.mc_dropout.scope),
         "smoke": smoke,
         "progress": not quiet,
     }
-    runs = top_layer_runs(names, heads, smoke)
+    runs = top_layer_runs(names, as_table(heads), smoke)  # the [heads] table, as the model reads it
     targets = ["test", *shifts]
     rows = [_row(n, f, t) for t in targets for n in names for f in families]
     tally = _Tally({r: {m: [] for m in measures} for r in rows}, seed0={t: {} for t in targets})
@@ -186,7 +195,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
 
 
 def _result(
-    config: Mapping[str, Any],
+    config: GPFTopLayersExperimentSettings,
     config_path: Path,
     encoder: HiddenStateEncoder,
     splits: dict[str, TopLayerSplit],
@@ -195,7 +204,7 @@ def _result(
     factors: list[float],
     families: list[Family],
 ) -> ExperimentResult:
-    shifts = [str(s) for s in config.get("data", {}).get("shift", [])]
+    shifts = [str(s) for s in config.data.shift]
     names = list(dict.fromkeys(row for r in runs for row in r.rows))
     targets = ["test", *shifts]
     notes = [
@@ -214,7 +223,7 @@ def _result(
         f"heads) from {[round(f, 4) for f in factors]}"
         + ("; rows '+T' add a validation-fitted temperature" if len(families) > 1 else ""),
     ]
-    title = config.get("experiment", {}).get("title", f"gpf_top_layers: {config_path.stem}")
+    title = config.experiment.title or f"gpf_top_layers: {config_path.stem}"
     panels = {
         f"{splits[target].name}, seed 0: {label}": (
             {r: p for r, p in tally.seed0[target].items() if r.endswith("+T") == with_t},
@@ -228,7 +237,7 @@ def _result(
         row: {split: statistics.fmean(v) for split, v in by_split.items()}
         for row, by_split in tally.variances.items()
     }
-    encoder_table = dict(config.get("encoder", {}))
+    encoder_table = as_table(config.encoder)
     encoder_table.update(
         frozen_layers=encoder.frozen_layers,
         max_length=encoder.max_length,

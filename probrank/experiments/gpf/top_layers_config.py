@@ -1,8 +1,10 @@
-"""The typed schema of ``gpf_top_layers`` configs (:mod:`probrank.experiments.gpf.top_layers`)."""
+"""The typed settings (schema) of ``gpf_top_layers`` configs
+(:mod:`probrank.experiments.gpf.top_layers`); a head's keys left None take the shared
+``[heads]`` value, else the model's default."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from probrank._config import NonEmpty, Range
@@ -39,17 +41,24 @@ TOP_LAYER_HEADS = ("deterministic", "mc_dropout", "sngp", "gpf")
 class TopLayersEncoderSettings:
     """``[encoder]``: the pretrained cross-encoder, the frozen layers and the state cache."""
 
-    name_or_path: str | None = None  # default: the packaged all-MiniLM-L6-v2
+    name_or_path: str | None = None  # None: the packaged all-MiniLM-L6-v2
     model: str | None = None  # alias of name_or_path
-    frozen_layers: NonNegativeInt | None = None  # k; default n - 1 (one trainable layer)
-    pooling: Annotated[str, OneOf.enum(Pooling)] | None = None  # default "mean"
-    max_length: Annotated[int, Range(4)] | None = None  # default 128
-    batch_size: PositiveInt | None = None  # caching and scoring batches, default 64
-    state_dtype: Annotated[str, OneOf.enum(StateDtype)] | None = None  # default "float16"
-    device: str | None = None  # default: CUDA when present, else CPU
-    cache_dir: str | None = None  # default ".probrank-cache"; "" disables the cache
-    show_progress: bool | None = None
+    frozen_layers: NonNegativeInt | None = None  # k; None: n - 1 (one trainable layer)
+    pooling: Annotated[str, OneOf.enum(Pooling)] = Pooling.MEAN.value
+    max_length: Annotated[int, Range(4)] = 128
+    batch_size: PositiveInt = 64  # caching and scoring batches
+    state_dtype: Annotated[str, OneOf.enum(StateDtype)] = StateDtype.FLOAT16.value
+    device: str | None = None  # None: CUDA when present, else CPU
+    cache_dir: str | None = None  # None: ".probrank-cache"; "" disables the cache
+    show_progress: bool | None = None  # None: progress, else true
     progress: bool | None = None  # alias of show_progress
+
+    @property
+    def progress_bars(self) -> bool:
+        """``show_progress``, else its alias ``progress``, else true."""
+        if self.show_progress is not None:
+            return self.show_progress
+        return self.progress if self.progress is not None else True
 
 
 @dataclass(frozen=True)
@@ -79,9 +88,9 @@ class TopMLPSettings(MLPHeadSettings, TopLayersFitSettings, LayerSpectralNormSet
 class TopMCDropoutSettings:
     """``[heads.mc_dropout]``: the deterministic run's network with ``T`` dropout passes."""
 
-    num_samples: Annotated[int, Range(2)] | None = None  # T, default 10
-    prediction_seed: NonNegativeInt | None = None  # default 0
-    scope: Annotated[str, OneOf.enum(DropoutScope)] | None = None  # default "head"
+    num_samples: Annotated[int, Range(2)] = 10  # T
+    prediction_seed: NonNegativeInt = 0
+    scope: Annotated[str, OneOf.enum(DropoutScope)] = DropoutScope.HEAD.value
 
 
 FocalGamma = Annotated[float, Range(1)]
@@ -105,27 +114,32 @@ class TopGPFSettings(GPHeadSettings, TopLayersFitSettings, LayerSpectralNormSett
 
 @dataclass(frozen=True)
 class TopLayersHeadsSettings(TopLayersFitSettings):
-    """``[heads]``: the heads, their shared settings and one table each."""
+    """``[heads]``: the heads, their shared settings and one table each (None: not set, the
+    model's default)."""
 
-    names: Annotated[list[str], NonEmpty(), OneOf(TOP_LAYER_HEADS)] | None = None
+    names: Annotated[list[str], NonEmpty(), OneOf(TOP_LAYER_HEADS)] = field(
+        default_factory=lambda: list(TOP_LAYER_HEADS)
+    )
     hidden: PositiveInt | None = None
     num_layers: NonNegativeInt | None = None
     dropout: Rate | None = None
     weight_decay: NonNegativeFloat | None = None  # AdamW, default 0.01
     deterministic: TopMLPSettings | None = None
-    mc_dropout: TopMCDropoutSettings | None = None
+    mc_dropout: TopMCDropoutSettings = field(default_factory=TopMCDropoutSettings)
     sngp: TopSNGPSettings | None = None
     gpf: TopGPFSettings | None = None
 
 
 @dataclass(frozen=True)
 class GPFTopLayersExperimentSettings:
-    """A ``gpf_top_layers`` config."""
+    """A ``gpf_top_layers`` config: its typed settings, one field per table."""
 
     experiment: QuietExperiment
     data: GPFFinetuneDataSettings
-    evaluation: GPFEvaluationSettings | None = None
-    encoder: TopLayersEncoderSettings | None = None
-    heads: TopLayersHeadsSettings | None = None
-    calibration: TemperatureCalibrationSettings | None = None
-    output: Output | None = None
+    evaluation: GPFEvaluationSettings = field(default_factory=GPFEvaluationSettings)
+    encoder: TopLayersEncoderSettings = field(default_factory=TopLayersEncoderSettings)
+    heads: TopLayersHeadsSettings = field(default_factory=TopLayersHeadsSettings)
+    calibration: TemperatureCalibrationSettings = field(
+        default_factory=TemperatureCalibrationSettings
+    )
+    output: Output = field(default_factory=Output)

@@ -33,6 +33,7 @@ from probrank.data.candidates import CandidateList
 from probrank.data.datasets import DatasetName
 from probrank.encoders.config import encoder_cache_dir, encoder_from_config
 from probrank.exceptions import InputDataError
+from probrank.experiments.interactive.config import REPORTED_ROUNDS
 from probrank.experiments.interactive.data import (
     Question,
     encode_lists,
@@ -56,9 +57,6 @@ __all__ = [
     "merge_cell_results",
     "run_cell",
 ]
-
-REPORTED_ROUNDS = (0, 1, 2, 4, 10)
-"""Numbers of judgements after which the tables report the ranking."""
 
 SYNTHETIC = DatasetName.SYNTHETIC.value
 """Data-set name of generated questions (no data files, no encoder)."""

@@ -22,6 +22,7 @@ from probrank.experiments.interactive.cells import (
     load_experiment_data,
     run_cell,
 )
+from probrank.experiments.interactive.config import InteractiveExperimentSettings
 from probrank.experiments.results import ExperimentResult
 from probrank.models.interactive.settings import InteractiveRankerSettings, PosteriorKind
 
@@ -32,6 +33,19 @@ def _noise(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise InputDataError(f"user noise t must be a positive number, got {value!r}")
     return float(value)
+
+
+def _option_tables(config: str | None) -> tuple[InteractiveRankerSettings, dict[str, Any]]:
+    """The ranker's settings and the ``[encoder]`` table of an ``--config`` file (an
+    ``interactive`` config or a file of option tables; None: the defaults)."""
+    if not config:
+        return InteractiveRankerSettings(), {}
+    from probrank.experiments import load_config
+
+    settings = load_config(config, protocol="interactive")
+    if not isinstance(settings, InteractiveExperimentSettings):  # pragma: no cover
+        raise TypeError(f"expected interactive settings, got {type(settings).__name__}")
+    return settings.ranker, settings.encoder.table()
 
 
 def interactive_command(
@@ -53,11 +67,8 @@ def interactive_command(
     ``threads`` sets torch's intra-op threads for this process (1: the posteriors work on
     tiny matrices, where a second thread only adds waiting on a busy machine).
     """
-    from probrank.experiments import load_config
-
     torch.set_num_threads(threads)
-    cfg = load_config(config, protocol="interactive") if config else {}
-    options = InteractiveRankerSettings.from_tables(cfg)
+    options, encoder_table = _option_tables(config)
     cell = Cell(
         parse_enum(PosteriorKind, posterior, "posterior"),
         parse_enum(Strategy, strategy, "strategy"),
@@ -69,7 +80,7 @@ def interactive_command(
         data,
         split,
         options=options,
-        encoder_options={**cfg.get("encoder", {}), "show_progress": progress},
+        encoder_options={**encoder_table, "show_progress": progress},
         max_questions=max_questions,
         config_path=config or None,
         warm_start=options.for_cell(cell.posterior).needs_warm_start,
@@ -181,16 +192,13 @@ def _human_session(
         seed = int(logged.get("seed", seed))
     if not question:
         raise InputDataError("--human needs --question (e.g. --question TQ5)")
-    from probrank.experiments import load_config
-
-    cfg = load_config(config, protocol="interactive") if config else {}
-    options = InteractiveRankerSettings.from_tables(cfg)
+    options, encoder_table = _option_tables(config)
     kind = parse_enum(PosteriorKind, posterior, "posterior")
     source = load_experiment_data(  # only the session's question is encoded
         data,
         "test",
         options=options,
-        encoder_options=cfg.get("encoder"),
+        encoder_options=encoder_table,
         config_path=config or None,
         question=question,
         warm_start=options.for_cell(kind).needs_warm_start,

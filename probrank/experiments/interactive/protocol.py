@@ -28,9 +28,8 @@ from probrank._options import parse_enum
 from probrank.acquisition.select import Strategy
 from probrank.data.datasets import DatasetName
 from probrank.exceptions import InputDataError
-from probrank.executors import ExecutorKind, ExecutorSettings, Task, open_executor
+from probrank.executors import ExecutorKind, Task, open_executor
 from probrank.experiments.interactive.cells import (
-    REPORTED_ROUNDS,
     Cell,
     CellResult,
     ExperimentData,
@@ -38,6 +37,7 @@ from probrank.experiments.interactive.cells import (
     merge_cell_results,
     run_cell,
 )
+from probrank.experiments.interactive.config import GridCellSettings, InteractiveExperimentSettings
 from probrank.experiments.interactive.tune import run_tuning
 from probrank.experiments.provenance import save_partial
 from probrank.experiments.results import ExperimentResult
@@ -48,14 +48,10 @@ __all__ = ["run"]
 SYNTHETIC = DatasetName.SYNTHETIC.value
 
 
-def _cells(grid: Sequence[dict[str, Any]]) -> list[Cell]:
+def _cells(grid: Sequence[GridCellSettings]) -> list[Cell]:
     cells: list[Cell] = []
     for table in grid:
-        for p, s, t in itertools.product(
-            table.get("posteriors", ["laplace"]),
-            table.get("strategies", ["ei"]),
-            table.get("noises", [0.3]),
-        ):
+        for p, s, t in itertools.product(table.posteriors, table.strategies, table.noises):
             cell = Cell(
                 parse_enum(PosteriorKind, p, "posterior"),
                 parse_enum(Strategy, s, "strategy"),
@@ -81,35 +77,42 @@ def _cell_seed(
     )
 
 
-def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
-    """The ``interactive`` protocol: a grid of cells, or a ``[tune]`` search on validation."""
-    threads = int(config.get("experiment", {}).get("threads", 1))
+def run(
+    config: InteractiveExperimentSettings, *, config_path: Path, seeds: int, smoke: bool
+) -> ExperimentResult:
+    """The ``interactive`` protocol: a grid of cells, or a ``[tune]`` search on validation.
+
+    Args:
+        config: The config's typed settings (:func:`~probrank.experiments.load_config`).
+        config_path: The config file (resolves a relative encoder ``cache_dir``).
+        seeds: Seeds ``0 .. seeds - 1``.
+        smoke: Four questions, rounds up to 2.
+    """
+    threads = config.experiment.threads
     torch.set_num_threads(threads)
-    options = InteractiveRankerSettings.from_tables(config)
-    data_cfg = config.get("data", {})
-    evaluation = config.get("evaluation", {})
-    reported = [int(r) for r in evaluation.get("rounds", REPORTED_ROUNDS)]
+    options = config.ranker
+    reported = list(config.evaluation.rounds)
     if smoke:
         reported = [r for r in reported if r <= 2] or [0]
-    dataset = str(data_cfg.get("dataset", DatasetName.LIVEQA_MED.value))
-    split = str(data_cfg.get("split", "test"))
-    if "tune" in config:
+    dataset = config.data.dataset
+    split = config.data.split
+    if config.tune is not None:
         if (dataset, split) != (DatasetName.MEDIQA.value, "validation") and dataset != SYNTHETIC:
             raise InputDataError(
                 "tuning runs on MEDIQA validation only ([data] dataset = 'mediqa', "
                 "split = 'validation')",
                 path=config_path,
             )
-    limit = int(data_cfg.get("max_questions", 0)) or None
-    cells = _cells(config.get("grid", [{}]))  # checked before the data is loaded and encoded
+    limit = config.data.max_questions or None
+    cells = _cells(config.grid)  # checked before the data is loaded and encoded
     data = load_experiment_data(
         dataset,
         split,
         options=options,
-        encoder_options=config.get("encoder"),
+        encoder_options=config.encoder.table(),
         max_questions=4 if smoke else limit,
         config_path=config_path,
-        warm_start="tune" in config
+        warm_start=config.tune is not None
         or any(options.for_cell(c.posterior).needs_warm_start for c in cells),
     )
     settings = {
@@ -117,11 +120,19 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         "evaluation": {"rounds": reported},
         **options.tables_json(),
     }
-    if "tune" in config:
-        tuned = run_tuning(data, config, options, seeds=seeds, smoke=smoke, path=config_path)
+    if config.tune is not None:
+        tuned = run_tuning(
+            data,
+            config.tune,
+            options,
+            seeds=seeds,
+            smoke=smoke,
+            path=config_path,
+            title=config.experiment.title,
+        )
         tuned.settings = settings
         return tuned
-    title = config.get("experiment", {}).get("title", f"interactive: {config_path.stem}")
+    title = config.experiment.title or f"interactive: {config_path.stem}"
     notes = [
         f"{dataset} {split}: {len(data.questions)} questions, "
         f"{sum(q.num_candidates for q in data.questions)} candidates; {seeds} seeds; "
@@ -132,7 +143,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
     result = ExperimentResult(
         title, values, notes=notes, data={"curves": curves}, settings=settings
     )
-    executor_settings = ExecutorSettings.from_table(config.get("experiment"))
+    executor_settings = config.experiment.executor_settings()
     if executor_settings.kind is ExecutorKind.RAY:  # no encoder in what the tasks take
         data = data.portable(
             warm_start=any(options.for_cell(c.posterior).needs_warm_start for c in cells)

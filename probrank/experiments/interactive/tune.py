@@ -20,6 +20,7 @@ from probrank._options import parse_enum
 from probrank.acquisition.select import Strategy
 from probrank.exceptions import InputDataError
 from probrank.experiments.interactive.cells import Cell, ExperimentData, run_cell
+from probrank.experiments.interactive.config import TuneSettings
 from probrank.experiments.results import ExperimentResult
 from probrank.models.interactive.settings import InteractiveRankerSettings, PosteriorKind
 
@@ -28,23 +29,30 @@ __all__ = ["run_tuning"]
 
 def run_tuning(
     data: ExperimentData,
-    config: dict[str, Any],
+    tune: TuneSettings,
     options: InteractiveRankerSettings,
     *,
     seeds: int,
     smoke: bool,
     path: Path,
+    title: str | None = None,
 ) -> ExperimentResult:
-    """Evaluate every combination of ``[tune.grid]`` (see the module doc)."""
-    tune = config["tune"]
-    kinds = [
-        parse_enum(PosteriorKind, p, "posterior")
-        for p in tune.get("posteriors", [tune.get("posterior", "laplace")])
-    ]
-    strategy = parse_enum(Strategy, tune.get("strategy", "ei"), "strategy")
-    noises = [float(t) for t in tune.get("noises", [0.3])]
-    rounds = 1 if smoke else int(tune.get("rounds", 4))
-    grid: dict[str, list[Any]] = dict(tune.get("grid", {}))
+    """Evaluate every combination of ``[tune.grid]`` (see the module doc).
+
+    Args:
+        data: The questions and their features.
+        tune: The config's ``[tune]`` settings.
+        options: The ranker's settings the grid's overrides apply to.
+        seeds: Seeds ``0 .. seeds - 1``.
+        smoke: One round only.
+        path: The config file (named in errors).
+        title: The table's title (None: ``"interactive tuning: <config stem>"``).
+    """
+    kinds = [parse_enum(PosteriorKind, p, "posterior") for p in tune.posterior_kinds]
+    strategy = parse_enum(Strategy, tune.strategy, "strategy")
+    noises = [float(t) for t in tune.noises]
+    rounds = 1 if smoke else tune.rounds
+    grid: dict[str, list[Any]] = dict(tune.grid)
     bad = [k for k, v in grid.items() if not isinstance(v, list) or not v]
     if bad:
         raise InputDataError(f"[tune.grid] {bad[0]} must be a non-empty list", path=path)
@@ -87,5 +95,4 @@ def run_tuning(
         "and noises",
         f"best: {best}",
     ]
-    title = config.get("experiment", {}).get("title", f"interactive tuning: {path.stem}")
-    return ExperimentResult(title, ordered, notes=notes)
+    return ExperimentResult(title or f"interactive tuning: {path.stem}", ordered, notes=notes)

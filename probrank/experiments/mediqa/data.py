@@ -23,6 +23,7 @@ from probrank.data.datasets.rqe import read_rqe
 from probrank.data.paths import shared_data_dir
 from probrank.encoders.config import encoder_from_config
 from probrank.evaluation.mediqa import MediqaRow, read_mediqa_rows
+from probrank.experiments.mediqa.config import MediqaMultitaskExperimentSettings
 from probrank.models.multitask.entailment import EntailedQuestionFinder, EntailmentClassifier
 from probrank.models.multitask.mediqa_features import FeatureSet, MediqaFeaturizer
 
@@ -59,8 +60,8 @@ class MediqaData:
     notes: list[str] = field(default_factory=list)
 
 
-def _data_path(data_cfg: dict, name: str, default: str) -> Path:
-    value = Path(str(data_cfg.get(name, default)))
+def _data_path(folder: str) -> Path:
+    value = Path(folder)
     return value if value.is_absolute() else shared_data_dir(*value.parts)
 
 
@@ -75,20 +76,23 @@ def smallest_subfolder(root: Path) -> Path:
 
 
 def build_mediqa_data(
-    config: dict, *, smoke: bool = False, config_path: str | Path | None = None
+    config: MediqaMultitaskExperimentSettings,
+    *,
+    smoke: bool = False,
+    config_path: str | Path | None = None,
 ) -> MediqaData:
     """Load, encode and featurise the protocol's data (see the module docstring).
 
     Args:
-        config: The experiment config (``[data]``, ``[encoder]``, ``[entailment]`` tables).
+        config: The experiment's settings (its ``data``, ``encoder`` and ``entailment``).
         smoke: Cut every input to a few items before reading or encoding it.
         config_path: The config file (resolves a relative encoder ``cache_dir``).
 
     Raises:
         InputDataError: missing or malformed data files.
     """
-    data_cfg, qe_cfg = config.get("data", {}), config.get("entailment", {})
-    folder = _data_path(data_cfg, "mediqa", "qa/mediqa2019-task3")
+    data_cfg, qe_cfg = config.data, config.entailment
+    folder = _data_path(data_cfg.mediqa)
     lists = {split: load_mediqa(folder, split) for split in ("train", "validation", "test")}
     if smoke:
         lists = {split: items[: SMOKE_SIZES[split]] for split, items in lists.items()}
@@ -97,16 +101,16 @@ def build_mediqa_data(
         "test": read_mediqa_rows(folder / "test-ground-truth.csv"),
     }
     rqe, medquad, medquad_root = None, None, None
-    if qe_cfg.get("enabled", True):  # every file is read before the encoder loads
-        rqe_dir = _data_path(data_cfg, "rqe", "qa/mediqa2019-task2-rqe")
+    if qe_cfg.enabled:  # every file is read before the encoder loads
+        rqe_dir = _data_path(data_cfg.rqe)
         rqe = {split: read_rqe(rqe_dir / name) for split, name in RQE_FILES.items()}
         if smoke:
             rqe = {split: pairs[: SMOKE_RQE[split]] for split, pairs in rqe.items()}
-        medquad_root = _data_path(data_cfg, "medquad", "collections/medquad")
+        medquad_root = _data_path(data_cfg.medquad)
         if smoke:
             medquad_root = smallest_subfolder(medquad_root)
         medquad = read_medquad(medquad_root)
-    encoder = encoder_from_config(config.get("encoder"), config_path)
+    encoder = encoder_from_config(config.encoder.table(), config_path)
     notes = [
         "questions (answers): "
         + ", ".join(
@@ -128,9 +132,9 @@ def build_mediqa_data(
         finder = EntailedQuestionFinder(
             medquad,
             classifier,
-            first_stage=int(qe_cfg.get("first_stage", 20)),
-            top_n=int(qe_cfg.get("top_n", 3)),
-            threshold=float(qe_cfg.get("threshold", 0.7)),
+            first_stage=qe_cfg.first_stage,
+            top_n=qe_cfg.top_n,
+            threshold=qe_cfg.threshold,
         )
     featurizer = MediqaFeaturizer(encoder, finder).fit(lists["train"])
     features = {split: featurizer.transform(items) for split, items in lists.items()}

@@ -11,9 +11,9 @@ Systems:
   LR filter;
 * ``multitask_det`` and ``multitask``: the deterministic and the Bayesian multi-task head, a
   :class:`~probrank.models.multitask.MultiTaskRanker` built from ``[model]``
-  (:func:`multitask_settings`) and fitted on the features by its
-  :meth:`~probrank.models.multitask.MultiTaskRanker.fit_features`. Per seed, one net per
-  ranking weight lambda is fitted
+  (:func:`~probrank.experiments.mediqa.config.multitask_settings`) and fitted on the
+  features by its :meth:`~probrank.models.multitask.MultiTaskRanker.fit_features`. Per
+  seed, one net per ranking weight lambda is fitted
   (early stopping on the validation loss); lambda, the P(correct) threshold and whether the
   top-ranked answer of each question is always kept (every validation question has a correct
   answer) are chosen together by validation accuracy, ties by validation MRR. Answers are
@@ -33,7 +33,6 @@ equal the local executor's.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,7 @@ import numpy as np
 
 from probrank._files import new_figure
 from probrank.evaluation.calibration_plots import plot_reliability
-from probrank.executors import ExecutorSettings, Task, open_executor
+from probrank.executors import Task, open_executor
 from probrank.experiments.mediqa.baselines import (
     chiqa,
     chiqa_top_k,
@@ -50,39 +49,28 @@ from probrank.experiments.mediqa.baselines import (
     fit_svm_rank,
     select_top_k,
 )
+from probrank.experiments.mediqa.config import THRESHOLDS, MediqaMultitaskExperimentSettings
 from probrank.experiments.mediqa.data import MediqaData, build_mediqa_data
 from probrank.experiments.mediqa.scoring import MEASURES, MediqaScorer, submission
 from probrank.experiments.results import ExperimentResult
 from probrank.models.multitask.mediqa_features import FeatureSet
 from probrank.models.multitask.model import MultiTaskRanker, MultiTaskSettings
-from probrank.models.multitask.selection import DEFAULT_THRESHOLDS, KeepTop, keep_labels
+from probrank.models.multitask.selection import keep_labels
 
-__all__ = ["SYSTEMS", "THRESHOLDS", "run", "select_multitask", "submission"]
+__all__ = ["SYSTEMS", "THRESHOLDS", "run", "select_multitask", "submission", "system_settings"]
 
 SYSTEMS = ("chiqa", "chiqa_topk", "lr_filter", "svm_rank", "multitask_det", "multitask")
 """The systems of the results table, in order."""
 
-THRESHOLDS = DEFAULT_THRESHOLDS
-"""P(correct) thresholds tried on validation."""
 
-
-def multitask_settings(
-    model_cfg: Mapping[str, Any], *, bayesian: bool, smoke: bool = False
+def system_settings(
+    model: MultiTaskSettings, *, bayesian: bool, smoke: bool = False
 ) -> MultiTaskSettings:
-    """The :class:`~probrank.models.multitask.MultiTaskSettings` of ``[model]`` (what the table
-    leaves out is the model's default, the model card's values); the keep-top rule is chosen
-    on validation over :data:`THRESHOLDS`, without a progress bar. A smoke run trains 20 steps
-    at most (patience 5) with the first ranking weight."""
-    values: dict[str, Any] = dict(model_cfg)
-    if "ranking_weights" in values:
-        values["ranking_weights"] = tuple(float(w) for w in values["ranking_weights"])
-    settings = MultiTaskSettings(
-        bayesian=bayesian,
-        thresholds=THRESHOLDS,
-        keep_top=KeepTop.CHOOSE,
-        progress=False,
-        **values,
-    )
+    """The settings of one multi-task system: ``[model]``'s
+    (:func:`~probrank.experiments.mediqa.config.multitask_settings`) with or without the
+    Bayesian output layer. A smoke run trains 20 steps at most (patience 5) with the first
+    ranking weight."""
+    settings = replace(model, bayesian=bayesian)
     if smoke:
         settings = replace(
             settings, max_epochs=20, patience=5, ranking_weights=settings.ranking_weights[:1]
@@ -191,15 +179,22 @@ def _seed_task(
     return out
 
 
-def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> ExperimentResult:
-    """The MEDIQA protocol; see the module docstring. ``smoke`` uses a few questions."""
-    model_cfg = dict(config.get("model", {}))
-    eval_cfg = config.get("evaluation", {})
+def run(
+    config: MediqaMultitaskExperimentSettings, *, config_path: Path, seeds: int, smoke: bool
+) -> ExperimentResult:
+    """The MEDIQA protocol; see the module docstring. ``smoke`` uses a few questions.
+
+    Args:
+        config: The config's typed settings (:func:`~probrank.experiments.load_config`).
+        config_path: The config file (resolves a relative encoder ``cache_dir``).
+        seeds: Seeds ``0 .. seeds - 1``.
+        smoke: A few questions, a short training.
+    """
     data: MediqaData = build_mediqa_data(config, smoke=smoke, config_path=config_path)
     train, val, test = (data.features[s] for s in ("train", "validation", "test"))
     models = {
-        "multitask_det": multitask_settings(model_cfg, bayesian=False, smoke=smoke),
-        "multitask": multitask_settings(model_cfg, bayesian=True, smoke=smoke),
+        "multitask_det": system_settings(config.model, bayesian=False, smoke=smoke),
+        "multitask": system_settings(config.model, bayesian=True, smoke=smoke),
     }
     model = models["multitask"]
     weights = list(model.ranking_weights)
@@ -217,15 +212,13 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
             values[name].setdefault(m, []).append(got[m])
         predictions.setdefault(name, (scores, labels))
 
-    k = select_top_k(
-        val, val_score, range(1, int(config.get("baselines", {}).get("max_k", 10)) + 1)
-    )
+    k = select_top_k(val, val_score, range(1, config.baselines.max_k + 1))
     chosen["chiqa_topk"] = {"k": float(k)}
     import torch
 
     # every task runs with this process's torch threads (or [experiment] threads), here or on Ray
-    threads = int(config.get("experiment", {}).get("threads") or torch.get_num_threads())
-    with open_executor(ExecutorSettings.from_table(config.get("experiment"))) as executor:
+    threads = config.experiment.threads or torch.get_num_threads()
+    with open_executor(config.experiment.executor_settings()) as executor:
         shared = executor.share((train, val, test, val_score))
         tasks = [
             Task(f"seed {seed}", _seed_task, (shared, seed, k, models), threads=threads)
@@ -240,7 +233,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
         for name, keep in outcome.keep_top.items():
             keep_top.setdefault(name, keep)
         chosen.update(outcome.chosen)
-    draws = 50 if smoke else int(eval_cfg.get("bootstrap", 1000))
+    draws = 50 if smoke else config.evaluation.bootstrap
     extra: dict[str, dict[str, dict[str, float]]] = {
         f"Bootstrap sd over test questions ({draws} resamples, seed 0)": {
             name: test_score.bootstrap_sd(s, lab, draws=draws, seed=0)
@@ -278,7 +271,7 @@ def run(config: dict, *, config_path: Path, seeds: int, smoke: bool) -> Experime
             "ranking_weights": weights,
             "thresholds": list(model.thresholds),
         },
-        "baselines": {"max_k": int(config.get("baselines", {}).get("max_k", 10))},
+        "baselines": {"max_k": config.baselines.max_k},
         "evaluation": {"bootstrap": draws},
     }
     return ExperimentResult(

@@ -1,4 +1,10 @@
-"""The typed schema of ``qlfusion_cv`` configs."""
+"""The typed settings (schema) of ``qlfusion_cv`` configs.
+
+``[quantifier]`` is :class:`~probrank.models.qlfusion.QLFusionSettings` key for key (checked
+against :data:`Quantifier`, built by the settings themselves, ``depth`` from ``[protocol]``);
+``[smoke]`` holds overrides of the other tables that ``--smoke`` merges over them
+(:func:`~probrank.experiments.load_config` with ``smoke=True``).
+"""
 
 from __future__ import annotations
 
@@ -6,39 +12,39 @@ import dataclasses
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Annotated, Any, Union
 
-from probrank._config import NonEmpty, Range, SchemaError
+from probrank._config import CheckedAs, NonEmpty, Range, SchemaError
 from probrank.data.trec import OnDuplicate
 from probrank.experiments.tables import (
-    Experiment,
     NonNegativeInt,
     OneOf,
+    Output,
     PositiveInt,
+    SingleThreadExperiment,
 )
 from probrank.models.qlfusion import VARIANTS, QLFusionSettings
 
-__all__ = ["QLFusionConfig"]
+__all__ = ["DEFAULT_MEASURES", "QLFusionExperimentSettings", "Quantifier"]
+
+DEFAULT_MEASURES = (
+    "P@5", "R@5", "nDCG@5", "P@10", "R@10", "nDCG@10", "P@20", "R@20", "nDCG@20",
+)  # fmt: skip
+"""The measures of the paper's tables (``[protocol] measures``)."""
 
 
 @dataclass(frozen=True)
-class RunFiles:
+class RunFilesSettings:
     """``[data]``: the folder (``shared`` under the shared data, or ``path`` beside the
-    config), the qrels and a glob of run files in it."""
+    config; one of them required), the qrels and a glob of run files in it."""
 
     shared: str | None = None
     path: str | None = None
-    qrels: str | None = None  # default "qrels.txt"
-    runs: str | None = None  # default "runs/*"
-    on_duplicate: Annotated[str, OneOf.enum(OnDuplicate)] | None = None
-
-
-@dataclass(frozen=True)
-class RunFilesRequired(RunFiles):
-    """``[data]`` of the config (``shared`` or ``path`` required; ``[smoke.data]`` only
-    overrides)."""
+    qrels: str = "qrels.txt"
+    runs: str = "runs/*"
+    on_duplicate: Annotated[str, OneOf.enum(OnDuplicate)] = OnDuplicate.ERROR.value
 
     @classmethod
     def check_table(cls, table: Mapping[str, Any]) -> None:
@@ -48,16 +54,44 @@ class RunFilesRequired(RunFiles):
 
 
 @dataclass(frozen=True)
-class CrossValidation:
+class RunFilesOverrideSettings:
+    """``[smoke.data]``: keys of ``[data]`` that ``--smoke`` replaces."""
+
+    shared: str | None = None
+    path: str | None = None
+    qrels: str | None = None
+    runs: str | None = None
+    on_duplicate: Annotated[str, OneOf.enum(OnDuplicate)] | None = None
+
+
+@dataclass(frozen=True)
+class CrossValidationSettings:
     """``[protocol]``: folds, input runs, depth, measures and variants."""
 
-    folds: Annotated[int, Range(3)] | None = None  # default 10
+    folds: Annotated[int, Range(3)] = 10
+    fold_seed: NonNegativeInt = 0
+    depth: PositiveInt = 100
+    top_runs: PositiveInt = 6
+    measures: Annotated[list[str], NonEmpty()] = field(
+        default_factory=lambda: list(DEFAULT_MEASURES)
+    )
+    variants: Annotated[list[str], NonEmpty(), OneOf(tuple(VARIANTS))] = field(
+        default_factory=lambda: list(VARIANTS)
+    )
+    topics: PositiveInt | None = None  # the first N topics only (smoke runs); None: all
+
+
+@dataclass(frozen=True)
+class CrossValidationOverrideSettings:
+    """``[smoke.protocol]``: keys of ``[protocol]`` that ``--smoke`` replaces."""
+
+    folds: Annotated[int, Range(3)] | None = None
     fold_seed: NonNegativeInt | None = None
-    depth: PositiveInt | None = None  # default 100
-    top_runs: PositiveInt | None = None  # default 6
+    depth: PositiveInt | None = None
+    top_runs: PositiveInt | None = None
     measures: Annotated[list[str], NonEmpty()] | None = None
     variants: Annotated[list[str], NonEmpty(), OneOf(tuple(VARIANTS))] | None = None
-    topics: PositiveInt | None = None  # the first N topics only (smoke runs)
+    topics: PositiveInt | None = None
 
 
 _SET_ELSEWHERE = {
@@ -121,20 +155,37 @@ Quantifier = _quantifier_schema()
 
 
 @dataclass(frozen=True)
-class QLFusionSmoke:
-    """``[smoke]``: overrides of ``--smoke`` runs."""
+class QLFusionSmokeSettings:
+    """``[smoke]``: overrides of ``--smoke`` runs, merged over the tables they name."""
 
-    data: RunFiles | None = None
-    protocol: CrossValidation | None = None
+    data: RunFilesOverrideSettings | None = None
+    protocol: CrossValidationOverrideSettings | None = None
     quantifier: Quantifier | None = None  # type: ignore[valid-type]
 
 
 @dataclass(frozen=True)
-class QLFusionConfig:
-    """A ``qlfusion_cv`` config (:mod:`probrank.experiments.qlfusion_cv`)."""
+class QLFusionExperimentSettings:
+    """A ``qlfusion_cv`` config (:mod:`probrank.experiments.qlfusion_cv`): its typed settings,
+    one field per table. ``quantifier`` is the model's
+    :class:`~probrank.models.qlfusion.QLFusionSettings`, its ``depth`` that of
+    ``[protocol]``."""
 
-    experiment: Experiment
-    data: RunFilesRequired
-    protocol: CrossValidation | None = None
-    quantifier: Quantifier | None = None  # type: ignore[valid-type]
-    smoke: QLFusionSmoke | None = None
+    experiment: SingleThreadExperiment
+    data: RunFilesSettings
+    protocol: CrossValidationSettings = field(default_factory=CrossValidationSettings)
+    quantifier: Annotated[
+        QLFusionSettings,
+        CheckedAs(Quantifier, QLFusionSettings.from_table),
+    ] = field(default_factory=QLFusionSettings)
+    smoke: QLFusionSmokeSettings | None = None
+
+    @property
+    def output(self) -> Output:
+        """The model card's results folder (no ``[output]`` table: the default ``results``)."""
+        return Output()
+
+    def __post_init__(self) -> None:
+        if self.quantifier.depth != self.protocol.depth:  # [protocol] depth sets the model's
+            object.__setattr__(
+                self, "quantifier", dataclasses.replace(self.quantifier, depth=self.protocol.depth)
+            )

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,12 +24,29 @@ from torch import Tensor
 
 from probrank._threads import torch_threads
 from probrank.evaluation.measures import evaluate
-from probrank.experiments.qlfusion_cv.data import load_selected, quantifier_settings
-from probrank.experiments.qlfusion_cv.protocol import DEFAULT_MEASURES
+from probrank.exceptions import InputDataError
+from probrank.experiments.qlfusion_cv.config import QLFusionExperimentSettings
+from probrank.experiments.qlfusion_cv.data import load_selected
 from probrank.fusion.fuse import FusionMethod, fuse
 from probrank.models.qlfusion import CrossFitData, QLFusion
 
 __all__ = ["reference_weights", "svi_vs_nuts", "validation_scores", "within_topic_signal"]
+
+
+def _settings(config_path: Path) -> QLFusionExperimentSettings:
+    """The typed settings of a ``qlfusion_cv`` config.
+
+    Raises:
+        InputDataError: the config is invalid or of another protocol.
+    """
+    from probrank.experiments import load_config
+
+    config = load_config(config_path)
+    if not isinstance(config, QLFusionExperimentSettings):
+        raise InputDataError(
+            f"expected a qlfusion_cv config, got {config.experiment.protocol!r}", path=config_path
+        )
+    return config
 
 
 def svi_vs_nuts(
@@ -46,13 +64,11 @@ def svi_vs_nuts(
     config's cross-fitting (:meth:`~probrank.models.qlfusion.QLFusion.svi_vs_nuts`, which
     documents the returned table).
     """
-    from probrank.experiments import load_config
-
     config_path = Path(config_path)
-    config = load_config(config_path)
-    model = QLFusion(quantifier_settings(config))
-    _, _, data, _ = load_selected(config, config_path, model)
-    with torch_threads(int(config.get("experiment", {}).get("threads", 1))):
+    config = _settings(config_path)
+    model = QLFusion(config.quantifier)
+    _, _, data = load_selected(config, config_path, model)
+    with torch_threads(config.experiment.threads):
         return model.svi_vs_nuts(
             data, fold=fold, run_index=run_index, seed=seed, num_samples=num_samples,
             warmup_steps=warmup_steps, num_chains=num_chains, progress=progress,
@@ -70,14 +86,12 @@ def reference_weights(config_path: str | Path) -> dict[str, dict[str, float]]:
     Returns:
         ``{name: {measure: value}}`` with the fused runs' measures and the weights' test MAE.
     """
-    from probrank.experiments import load_config
-
     config_path = Path(config_path)
-    config = load_config(config_path)
-    model = QLFusion(quantifier_settings(config))
-    qrels, selected, data, protocol = load_selected(config, config_path, model)
+    config = _settings(config_path)
+    model = QLFusion(config.quantifier)
+    qrels, selected, data = load_selected(config, config_path, model)
     depth = model.settings.depth
-    measures = list(protocol.get("measures", DEFAULT_MEASURES))
+    measures = list(config.protocol.measures)
     train_p = data.train["counts"] / depth
     mask = data.train["mask"].to(train_p.dtype)
     mean = (train_p * mask).sum(-1) / mask.sum(-1)
@@ -130,12 +144,10 @@ def within_topic_signal(
         the runs of a topic between ``p_hat`` and the truth, averaged over topics where
         both vary).
     """
-    from probrank.experiments import load_config
-
     config_path = Path(config_path)
-    config = load_config(config_path)
-    model = QLFusion(quantifier_settings(config, progress=progress))
-    _, _, data, _ = load_selected(config, config_path, model, variants=variants)
+    config = _settings(config_path)
+    model = QLFusion(dataclasses.replace(config.quantifier, progress=progress))
+    _, _, data = load_selected(config, config_path, model, variants=variants)
     depth = model.settings.depth
     truth = _by_topic(data, data.test["counts"] / depth)
     centred_truth = truth - truth.mean(1, keepdim=True)
@@ -152,7 +164,7 @@ def within_topic_signal(
     weight = data.train["mask"].to(train_p.dtype)
     constant = ((train_p * weight).sum(-1) / weight.sum(-1)).unsqueeze(-1)
     predictions = {"constant": constant.expand_as(data.test["counts"])}
-    with torch_threads(int(config.get("experiment", {}).get("threads", 1))):
+    with torch_threads(config.experiment.threads):
         cross_fit = model.cross_fit_data(data, variants=list(variants), seed=seed)
     predictions.update(cross_fit.predictions)
     for name, p_hat in predictions.items():
@@ -196,16 +208,16 @@ def validation_scores(
         ``{name: {"MAE": ..., measure: ...}}`` for ``constant`` (each member's training
         mean) and each variant, with the protocol's measures.
     """
-    from probrank.experiments import load_config
-
     config_path = Path(config_path)
-    config = load_config(config_path)
-    table = {**config.get("quantifier", {}), **(overrides or {})}
-    model = QLFusion(quantifier_settings({**config, "quantifier": table}, progress=progress))
-    qrels, selected, data, protocol = load_selected(config, config_path, model, variants=variants)
+    config = _settings(config_path)
+    changes: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in (overrides or {}).items()
+    }
+    model = QLFusion(dataclasses.replace(config.quantifier, **changes, progress=progress))
+    qrels, selected, data = load_selected(config, config_path, model, variants=variants)
     depth = model.settings.depth
-    measures = list(protocol.get("measures", DEFAULT_MEASURES))
-    with torch_threads(int(config.get("experiment", {}).get("threads", 1))):
+    measures = list(config.protocol.measures)
+    with torch_threads(config.experiment.threads):
         cross_fit = model.cross_fit_data(data, variants=list(variants), seed=seed)
     true_p = data.val["counts"] / depth
     train_p = data.train["counts"] / depth

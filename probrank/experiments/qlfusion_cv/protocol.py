@@ -31,8 +31,9 @@ from typing import Any
 from probrank._threads import torch_threads
 from probrank.evaluation.measures import evaluate
 from probrank.exceptions import InputDataError
-from probrank.executors import ExecutorKind, ExecutorSettings, Task, open_executor
-from probrank.experiments.qlfusion_cv.data import load_selected, quantifier_settings
+from probrank.executors import ExecutorKind, Task, open_executor
+from probrank.experiments.qlfusion_cv.config import DEFAULT_MEASURES, QLFusionExperimentSettings
+from probrank.experiments.qlfusion_cv.data import load_selected
 from probrank.experiments.results import ExperimentResult
 from probrank.fusion.fuse import FusionMethod, fuse
 from probrank.models._settings import settings_to_json
@@ -46,10 +47,6 @@ from probrank.models.qlfusion import (
 )
 
 __all__ = ["DEFAULT_MEASURES", "TABLE_1", "UNSUPERVISED", "run"]
-
-DEFAULT_MEASURES = (
-    "P@5", "R@5", "nDCG@5", "P@10", "R@10", "nDCG@10", "P@20", "R@20", "nDCG@20",
-)  # fmt: skip
 
 UNSUPERVISED = (FusionMethod.COMBSUM, FusionMethod.COMBMNZ, FusionMethod.META)
 """The unsupervised baselines of Table 1 (they need no training)."""
@@ -84,7 +81,12 @@ def _train_group(
 
 
 def run(
-    config: dict, *, config_path: Path, seeds: int = 3, smoke: bool = False, progress: bool = True
+    config: QLFusionExperimentSettings,
+    *,
+    config_path: Path,
+    seeds: int = 3,
+    smoke: bool = False,
+    progress: bool = True,
 ) -> ExperimentResult:
     """Run the QLFusion cross-validation a config describes (see the module docstring).
 
@@ -92,26 +94,33 @@ def run(
     :data:`~probrank.models.qlfusion.VARIANTS`); ``[experiment] threads`` sets
     torch's threads for the run and for each task (restored afterwards); ``[experiment]
     executor`` and ``ray_address`` say where the tasks run.
+
+    Args:
+        config: The config's typed settings (:func:`~probrank.experiments.load_config`; a
+            smoke run's with the ``[smoke]`` tables merged, ``smoke=True``).
+        config_path: The config file (``[data] path`` is relative to it).
+        seeds: Seeds ``0 .. seeds - 1``.
+        smoke: Whether this is a smoke run (its sizes come from the merged ``[smoke]``
+            tables).
+        progress: Show progress bars.
     """
-    with torch_threads(int(config.get("experiment", {}).get("threads", 1))):
-        return _run(config, config_path=config_path, seeds=seeds, smoke=smoke, progress=progress)
+    with torch_threads(config.experiment.threads):
+        return _run(config, config_path=config_path, seeds=seeds, progress=progress)
 
 
 def _run(
-    config: dict, *, config_path: Path, seeds: int, smoke: bool, progress: bool
+    config: QLFusionExperimentSettings, *, config_path: Path, seeds: int, progress: bool
 ) -> ExperimentResult:
-    settings = quantifier_settings(config, smoke=smoke)
+    settings = config.quantifier
     model = QLFusion(settings)
-    protocol_table = dict(config.get("protocol", {}))
-    variants = list(protocol_table.get("variants", VARIANTS))
+    variants = list(config.protocol.variants)
     unknown = set(variants) - set(VARIANTS)
     if unknown:
         raise InputDataError(f"unknown [protocol] variants {sorted(unknown)}", path=config_path)
-    qrels, selected, data, protocol = load_selected(
-        config, config_path, model, smoke=smoke, variants=variants
-    )
-    depth = int(protocol.get("depth", 100))
-    measures = list(protocol.get("measures", DEFAULT_MEASURES))
+    qrels, selected, data = load_selected(config, config_path, model, variants=variants)
+    protocol = config.protocol
+    depth = protocol.depth
+    measures = list(protocol.measures)
     values: dict[str, dict[str, list[float]]] = {}
     for method in UNSUPERVISED:
         fused = fuse(selected, method, norm="minmax", depth=depth, name=method.value)
@@ -125,8 +134,7 @@ def _run(
     loo: dict[str, dict[str, list[float]]] = {}
     concentration: dict[str, list[float]] = {}
     groups = model.training_groups(variants)
-    experiment = config.get("experiment", {})
-    executor_settings = ExecutorSettings.from_table(experiment)
+    executor_settings = config.experiment.executor_settings()
     local = executor_settings.kind is ExecutorKind.LOCAL
     with open_executor(executor_settings) as executor:
         shared = executor.share(data)
@@ -135,7 +143,7 @@ def _run(
                 f"seed {seed}, {group.key}",
                 _train_group,
                 (shared, group, seed, settings, progress and local),
-                threads=int(experiment.get("threads", 1)),
+                threads=config.experiment.threads,
             )
             for seed in range(seeds)
             for group in groups
@@ -215,14 +223,14 @@ def _run(
     ]
     resolved = {
         "folds": len(data.folds),
-        "fold_seed": int(protocol.get("fold_seed", 0)),
+        "fold_seed": protocol.fold_seed,
         "depth": depth,
         "top_runs": len(selected),
         "measures": measures,
         "variants": variants,
     }
     return ExperimentResult(
-        title=str(config.get("experiment", {}).get("title", "QLFusion")),
+        title=config.experiment.title or "QLFusion",
         values={k: values[k] for k in order if k not in grid_only},
         extra=extra,
         notes=notes,

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from probrank.exceptions import InputDataError
+from probrank.experiments import settings_of
 from probrank.experiments.gpf.finetune import run
 from probrank.experiments.gpf.measures import FINE_TUNED_HEADS
 from probrank.experiments.provenance import RunOutput
@@ -50,7 +51,7 @@ def _config(tmp_path: Path) -> dict:
 
 def test_tiny_fine_tuning_end_to_end(tmp_path: Path) -> None:
     config = _config(tmp_path)
-    result = run(config, config_path=tmp_path / "tiny.toml", seeds=1, smoke=False)
+    result = run(settings_of(config), config_path=tmp_path / "tiny.toml", seeds=1, smoke=False)
     rows = [f"{h}{s}" for h in FINE_TUNED_HEADS for s in ("", "+T")]
     assert list(result.values) == rows + [f"{r} [ubuntu:dev]" for r in rows]
     for measures in result.values.values():
@@ -82,4 +83,4 @@ def test_heads_without_a_single_fine_tuning_run_are_refused(tmp_path: Path) -> N
     config = _config(tmp_path)
     config["heads"]["names"] = ["deterministic", "ensemble"]
     with pytest.raises(InputDataError, match="'ensemble' is not fine-tuned"):
-        run(config, config_path=tmp_path / "tiny.toml", seeds=1, smoke=True)
+        run(settings_of(config), config_path=tmp_path / "tiny.toml", seeds=1, smoke=True)

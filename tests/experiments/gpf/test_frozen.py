@@ -11,6 +11,7 @@ import torch
 
 from probrank.data.candidates import CandidateList
 from probrank.exceptions import InputDataError
+from probrank.experiments import settings_of
 from probrank.experiments.gpf.frozen import run
 from probrank.experiments.gpf.measures import HEADS, evaluate_head
 from probrank.experiments.provenance import RunOutput
@@ -56,7 +57,7 @@ def _config(tmp_path: Path) -> dict:
 def test_tiny_pipeline_end_to_end(tmp_path: Path) -> None:
     config = _config(tmp_path)
     config_path = tmp_path / "tiny.toml"
-    result = run(config, config_path=config_path, seeds=2, smoke=False)
+    result = run(settings_of(config), config_path=config_path, seeds=2, smoke=False)
     assert list(result.values) == [row for h in HEADS for row in (h, f"{h}+T")]
     for head, measures in result.values.items():
         assert set(measures) == {"R10@1", "MAP", "MRR", "accuracy", "ECE", "Brier", "NLL"}
@@ -81,7 +82,7 @@ def test_tiny_pipeline_end_to_end(tmp_path: Path) -> None:
     assert saved["values"] == result.values
     assert (tmp_path / "out" / "tiny_reliability.png").stat().st_size > 1000
     # a second run reads every feature from the cache and gives the same numbers
-    again = run(config, config_path=config_path, seeds=2, smoke=False)
+    again = run(settings_of(config), config_path=config_path, seeds=2, smoke=False)
     assert again.values == result.values
 
 
@@ -106,31 +107,34 @@ def test_bad_config_raises(tmp_path: Path) -> None:
     config = _config(tmp_path)
     config["heads"]["names"] = ["gp"]
     with pytest.raises(InputDataError, match="unknown head 'gp'"):
-        run(config, config_path=tmp_path / "c.toml", seeds=1, smoke=True)
+        run(settings_of(config), config_path=tmp_path / "c.toml", seeds=1, smoke=True)
     config = _config(tmp_path)
     config["data"]["test"] = "trec:test"
     with pytest.raises(InputDataError, match="dataset:split"):
-        run(config, config_path=tmp_path / "c.toml", seeds=1, smoke=True)
+        run(settings_of(config), config_path=tmp_path / "c.toml", seeds=1, smoke=True)
     config = _config(tmp_path)
     config["heads"]["gpf"]["gamma"] = [0.0, 2.0]
     with pytest.raises(InputDataError, match="gamma"):
-        run(config, config_path=tmp_path / "c.toml", seeds=1, smoke=False)
+        run(settings_of(config), config_path=tmp_path / "c.toml", seeds=1, smoke=False)
 
 
 def test_smoke_mode_runs_small_and_writes_nothing(tmp_path: Path) -> None:
     config = _config(tmp_path)
-    result = run(config, config_path=tmp_path / "smoke.toml", seeds=1, smoke=True)
+    result = run(settings_of(config), config_path=tmp_path / "smoke.toml", seeds=1, smoke=True)
     assert [r for r in result.values if not r.endswith("+T")] == list(HEADS)
     assert all(len(v) == 1 for m in result.values.values() for v in m.values())
     assert not (tmp_path / "out").exists()
 
 
 def test_a_heads_table_maps_onto_the_models_settings(tmp_path: Path) -> None:
+    from probrank._config import build_settings
+    from probrank.experiments.gpf.config import GPFRankerHeadsSettings
     from probrank.experiments.gpf.frozen import head_settings
     from probrank.models.gpf_ranker import GPFRankerSettings
 
-    heads = _config(tmp_path)["heads"]
-    heads["deterministic"] = {"loss": "focal", "gamma": 2.5}
+    table = _config(tmp_path)["heads"]
+    table["deterministic"] = {"loss": "focal", "gamma": 2.5}
+    heads = build_settings(table, GPFRankerHeadsSettings)
     gpf = head_settings(heads, "gpf", [0.0, 1.0], smoke=False)
     assert gpf.gammas == (1.0, 2.0) and gpf.epochs == (1, 3) and gpf.lr == 1e-2
     assert (gpf.hidden, gpf.num_features, gpf.batch_size) == (16, 32, 64)
@@ -141,7 +145,7 @@ def test_a_heads_table_maps_onto_the_models_settings(tmp_path: Path) -> None:
     smoke = head_settings(heads, "gpf", [0.0], smoke=True)
     assert (smoke.epochs, smoke.gammas, smoke.num_features) == ((1,), (1.0,), 64)
     # what the tables leave out is the model's default (the one set of defaults)
-    bare = head_settings({}, "gpf", [0.0], smoke=False)
+    bare = head_settings(GPFRankerHeadsSettings(), "gpf", [0.0], smoke=False)
     default = GPFRankerSettings()
     assert (bare.gammas, bare.epochs, bare.batch_size) == (
         default.gammas,

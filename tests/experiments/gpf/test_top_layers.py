@@ -9,7 +9,7 @@ import pytest
 import tomllib
 
 from probrank.exceptions import InputDataError
-from probrank.experiments import load_config
+from probrank.experiments import load_document, settings_of
 from probrank.experiments.gpf.top_layers import run
 from probrank.experiments.provenance import RunOutput
 from tests.data.datasets.test_ubuntu_irc import write_fake_ubuntu
@@ -58,7 +58,7 @@ def _config(tmp_path: Path, scope: str = "head") -> dict:
 
 def test_tiny_top_layer_fine_tuning(tmp_path: Path) -> None:
     config = _config(tmp_path)
-    result = run(config, config_path=tmp_path / "tiny.toml", seeds=1, smoke=False)
+    result = run(settings_of(config), config_path=tmp_path / "tiny.toml", seeds=1, smoke=False)
     rows = [f"{h}{s}" for h in HEADS for s in ("", "+T")]
     assert list(result.values) == rows + [f"{r} [ubuntu:dev]" for r in rows]
     for measures in result.values.values():
@@ -88,7 +88,7 @@ def test_tiny_top_layer_fine_tuning(tmp_path: Path) -> None:
     shards = sorted((tmp_path / "cache").glob("*/hidden-*.pt"))
     assert shards
     stamps = [p.stat().st_mtime_ns for p in shards]
-    again = run(config, config_path=tmp_path / "tiny.toml", seeds=1, smoke=False)
+    again = run(settings_of(config), config_path=tmp_path / "tiny.toml", seeds=1, smoke=False)
     assert again.values == result.values
     assert [p.stat().st_mtime_ns for p in shards] == stamps
 
@@ -96,7 +96,7 @@ def test_tiny_top_layer_fine_tuning(tmp_path: Path) -> None:
 def test_mc_dropout_through_the_top_layers(tmp_path: Path) -> None:
     config = _config(tmp_path, scope="top_layers")
     config["heads"]["names"] = ["mc_dropout"]
-    result = run(config, config_path=tmp_path / "tiny.toml", seeds=1, smoke=True)
+    result = run(settings_of(config), config_path=tmp_path / "tiny.toml", seeds=1, smoke=True)
     assert list(result.values) == [
         "mc_dropout",
         "mc_dropout+T",
@@ -109,7 +109,7 @@ def test_heads_it_does_not_train_are_refused(tmp_path: Path) -> None:
     config = _config(tmp_path)
     config["heads"]["names"] = ["deterministic", "ensemble"]
     with pytest.raises(InputDataError, match="'ensemble' is not trained"):
-        run(config, config_path=tmp_path / "tiny.toml", seeds=1, smoke=True)
+        run(settings_of(config), config_path=tmp_path / "tiny.toml", seeds=1, smoke=True)
 
 
 MEDIQA_XML = """<?xml version="1.0" encoding="UTF-8"?>
@@ -128,7 +128,7 @@ def test_the_shipped_ubuntu_config_runs_its_smoke_path(tmp_path: Path) -> None:
     # the shipped config as it is (heads, MC-dropout scope, gamma, layer spectral bound,
     # calibration, the shift row), with a tiny model and generated data in place of MiniLM,
     # Ubuntu IRC and MEDIQA
-    config = load_config(MODELS / "ubuntu_top_layers.toml")
+    config = load_document(MODELS / "ubuntu_top_layers.toml")
     tiny = _config(tmp_path)
     mediqa = tmp_path / "mediqa"
     mediqa.mkdir()
@@ -142,7 +142,9 @@ def test_the_shipped_ubuntu_config_runs_its_smoke_path(tmp_path: Path) -> None:
         cache_dir=tiny["encoder"]["cache_dir"],
     )
     config["experiment"]["quiet"] = True
-    result = run(config, config_path=tmp_path / "ubuntu_top_layers.toml", seeds=1, smoke=True)
+    result = run(
+        settings_of(config), config_path=tmp_path / "ubuntu_top_layers.toml", seeds=1, smoke=True
+    )
     rows = [f"{h}{s}" for h in ("deterministic", "mc_dropout", "gpf") for s in ("", "+T")]
     assert list(result.values) == rows + [f"{r} [mediqa:test]" for r in rows]
     measures = set(config["evaluation"]["measures"])
@@ -158,8 +160,8 @@ def test_the_shipped_ubuntu_config_runs_its_smoke_path(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["ubuntu", "mediqa"])
 def test_the_gpu_config_changes_only_the_device_and_the_frozen_layers(name: str) -> None:
-    cpu = load_config(MODELS / f"{name}_top_layers.toml")
-    gpu = load_config(MODELS / f"{name}_all_layers_gpu.toml")
+    cpu = load_document(MODELS / f"{name}_top_layers.toml")
+    gpu = load_document(MODELS / f"{name}_all_layers_gpu.toml")
     assert cpu["encoder"].pop("frozen_layers") == 5 and gpu["encoder"].pop("frozen_layers") == 0
     assert cpu["encoder"].pop("device") == "cpu" and gpu["encoder"].pop("device") == "cuda"
     for config in (cpu, gpu):

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from probrank.evaluation.mediqa import MediqaRow
+from probrank.experiments import settings_of
 from probrank.experiments.mediqa.data import smallest_subfolder
 from probrank.experiments.mediqa.protocol import SYSTEMS, run
 from probrank.experiments.mediqa.scoring import MEASURES, MediqaScorer, submission
@@ -143,7 +144,7 @@ def _chiqa_top_k_accuracy(key: list, k: int) -> float:
 
 def test_protocol_end_to_end_and_saved_results(fake_data: dict, tmp_path: Path) -> None:
     config = _config(fake_data, tmp_path)
-    result = run(config, config_path=tmp_path / "fake.toml", seeds=1, smoke=False)
+    result = run(settings_of(config), config_path=tmp_path / "fake.toml", seeds=1, smoke=False)
     assert list(result.values) == list(SYSTEMS)
     for measures in result.values.values():
         assert list(measures) == list(MEASURES)
@@ -181,7 +182,12 @@ def test_smoke_mode_reads_one_medquad_folder_and_saves_nothing(
 ) -> None:
     root = fake_data["root"] / "medquad"
     assert smallest_subfolder(root).name == "2_Small_QA"
-    result = run(_config(fake_data, tmp_path), config_path=tmp_path / "s.toml", seeds=1, smoke=True)
+    result = run(
+        settings_of(_config(fake_data, tmp_path)),
+        config_path=tmp_path / "s.toml",
+        seeds=1,
+        smoke=True,
+    )
     assert list(result.values) == list(SYSTEMS)
     assert any("2_Small_QA" in note for note in result.notes)
     assert not (tmp_path / "out").exists()

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from probrank.experiments import load_config
-from probrank.experiments.qlfusion_cv.data import quantifier_settings
 from probrank.experiments.qlfusion_cv.protocol import TABLE_1, run
 from probrank.models import QLFusionSettings
 
@@ -18,7 +17,8 @@ CONFIG = MODELS / "robust03.toml"
 
 @pytest.mark.integration
 def test_smoke_protocol_end_to_end(shared_data: Path) -> None:
-    result = run(load_config(CONFIG), config_path=CONFIG, seeds=1, smoke=True, progress=False)
+    config = load_config(CONFIG, smoke=True)
+    result = run(config, config_path=CONFIG, seeds=1, smoke=True, progress=False)
     extensions = ["qlfusion_lower", "qlfusion_plus", "qlfusion_plus_det"]
     assert list(result.values) == [*TABLE_1, *extensions]
     assert set(result.values["qlfusion"]) == {
@@ -34,10 +34,12 @@ def test_smoke_protocol_end_to_end(shared_data: Path) -> None:
 
 @pytest.mark.parametrize("name", ["robust03.toml", "clef_tar_2018.toml"])
 def test_the_settings_defaults_are_the_configs_settings(name: str) -> None:
-    """``probrank fuse`` and the model use QLFusionSettings' defaults: those of the cards."""
-    config = load_config(MODELS / name)
-    assert quantifier_settings(config) == QLFusionSettings()
-    smoke = quantifier_settings(config, smoke=True)
+    """``probrank fuse`` and the model use QLFusionSettings' defaults: those of the cards (but
+    the likelihood: the cards keep the paper's binomial, the default is the latent
+    beta-binomial)."""
+    card = QLFusionSettings(likelihood="binomial")
+    assert load_config(MODELS / name).quantifier == card
+    smoke = load_config(MODELS / name, smoke=True).quantifier
     assert smoke.max_steps == 10 and smoke.batch_sizes == (4, 16) and smoke.depth == 100
 
 
