@@ -199,4 +199,6 @@ def test_protocol_builds_the_configured_second_stage() -> None:
     assert isinstance(dense, SideFeatureReranker) and isinstance(dense.inner, GPFReranker)
     assert isinstance(dense.inner.model.encoder, SideFeaturesOnly)
     with pytest.raises(InputDataError, match="pair_features"):
-        _make_reranker(SecondStageSettings(model="multitask", pair_features=False), encoder, 0, True)
+        _make_reranker(
+            SecondStageSettings(model="multitask", pair_features=False), encoder, 0, True
+        )

@@ -34,6 +34,7 @@ executor's on the same hardware.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -49,14 +50,40 @@ from probrank.experiments.gpf.config import GPFFinetuneDataSettings, GPFFinetune
 from probrank.experiments.gpf.data import load_split
 from probrank.experiments.gpf.measures import FINE_TUNED_HEADS, MEASURES, evaluate_head
 from probrank.experiments.results import ExperimentResult
-from probrank.models.gpf_ranker import Family, select
-from probrank.models.gpf_ranker.fine_tuning import PairSplit, fine_tune_checkpoints, pair_split
+from probrank.models.gpf_ranker import (
+    Family,
+    FineTuneSettings,
+    GPFRanker,
+    GPFRankerSettings,
+    RegimeFit,
+)
+from probrank.models.gpf_ranker.fine_tuning import PairSplit, fine_tune_encoder, pair_split
 
 __all__ = ["run"]
 
 
 def _split(name: str, data: GPFFinetuneDataSettings, smoke: bool) -> PairSplit:
     return pair_split(name, load_split(name, data, smoke))
+
+
+def _fit(
+    settings: GPFRankerSettings,
+    training: FineTuneSettings,
+    encoder_table: dict[str, Any] | None,
+    splits: dict[str, PairSplit],
+    targets: list[str],
+    seed: int,
+    show_progress: bool,
+) -> RegimeFit:
+    """One (seed, head) task: :meth:`GPFRanker.fit_fine_tuned` on the shared splits."""
+    return GPFRanker(settings).fit_fine_tuned(
+        splits["train"],
+        splits["validation"],
+        {target: splits[target] for target in targets},
+        training=training,
+        encoder=partial(fine_tune_encoder, encoder_table, show_progress=show_progress),
+        seed=seed,
+    )
 
 
 def run(
@@ -108,6 +135,16 @@ def run(
     values: dict[str, dict[str, list[float]]] = {r: {m: [] for m in measures} for r in rows}
     chosen: dict[str, dict[str, float]] = {}
     seed0: dict[str, dict[str, Tensor]] = {target: {} for target in targets}
+    models = {  # a [heads.gpf] without gamma: the GPF head's default focal gamma 2
+        name: GPFRankerSettings.from_heads_table(
+            name, heads_table, defaults={"gammas": (2.0,)}, mean_field_factors=factors
+        )
+        for name in names
+    }
+    training = {
+        name: FineTuneSettings.from_table({**heads_table, **heads_table.get(name, {})})
+        for name in names
+    }
     pairs = [(seed, name) for seed in range(seeds) for name in names]
     with open_executor(config.experiment.executor_settings()) as executor:
         local = executor.kind is ExecutorKind.LOCAL
@@ -115,14 +152,14 @@ def run(
         tasks = [
             Task(
                 f"seed {seed}, {name}",
-                fine_tune_checkpoints,
+                _fit,
                 (
-                    name,
-                    seed,
-                    heads_table,
+                    models[name],
+                    training[name],
                     encoder_table,
                     shared,
-                    shifts,
+                    targets,
+                    seed,
                     not quiet and local,
                 ),
                 threads=threads,
@@ -131,13 +168,12 @@ def run(
             for seed, name in pairs
         ]
         tuned = executor.map(tasks, desc="fine-tuned heads", progress=not quiet)
-    for (seed, name), (checkpoints, scored) in zip(pairs, tuned, strict=True):
+    for (seed, name), fit in zip(pairs, tuned, strict=True):
         for family in (Family.PLAIN, Family.TEMPERATURE):
-            selection = select(name, checkpoints, splits["validation"].labels, family, factors)
+            selection = fit.selections[(name, family)]
             chosen[f"{_row(name, family, 'test')} (seed {seed})"] = selection.settings
             for target in targets:
-                mean, variance = scored[selection.checkpoint.epochs][target]
-                probs = selection.calibration.probability(mean, variance)
+                probs, _ = fit.predictions[(name, family)][target]
                 split = splits[target]
                 scores = evaluate_head(probs, split.labels.double(), split.lists, measures)
                 for measure, value in scores.items():

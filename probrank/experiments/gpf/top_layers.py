@@ -33,7 +33,8 @@ the same config runs end to end with ``frozen_layers = 0`` and ``device = "cuda"
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ from torch import Tensor
 
 from probrank._config import as_table
 from probrank._progress import progress_bar
-from probrank.data.candidates import CandidateList, num_pairs, pair_texts
+from probrank.data.candidates import CandidateList, num_pairs
 from probrank.encoders.hidden_states import HiddenStateEncoder
 from probrank.evaluation.calibration_plots import reliability_figure
 from probrank.exceptions import InputDataError
@@ -55,22 +56,69 @@ from probrank.experiments.gpf.top_layers_config import (
     TopLayersEncoderSettings,
 )
 from probrank.experiments.results import ExperimentResult
-from probrank.models.gpf_ranker import GP_HEADS, Family, select
-from probrank.models.gpf_ranker.top_layers import (
-    ROW_GROUPS,
-    DropoutScope,
-    TopLayerRun,
-    TopLayerSplit,
-    score_selections,
-    top_layer_runs,
-    train_top_layer_run,
+from probrank.models.gpf_ranker import (
+    GP_HEADS,
+    Family,
+    GPFRanker,
+    GPFRankerSettings,
+    HeadKind,
+    TopLayersSettings,
 )
+from probrank.models.gpf_ranker.top_layers import ROW_GROUPS, TopLayerSplit
 
 __all__ = ["run"]
 
 _FIT_KEYS = ("epochs", "batch_size", "lr", "encoder_lr", "weight_decay")
 _LAYER_KEYS = ("layer_spectral_bound", "layer_spectral_mode")
 _SMOKE_FEATURES = 64
+
+
+@dataclass(frozen=True)
+class _Group:
+    """One training unit per seed: the rows one network serves, its model and training
+    settings, and its ``[heads.<table>]``."""
+
+    rows: tuple[str, ...]
+    model: GPFRankerSettings
+    training: TopLayersSettings
+    table: str
+
+
+def _groups(
+    names: list[str], heads: Mapping[str, Any], factors: list[float], smoke: bool, pooling: str
+) -> list[_Group]:
+    """The row groups of ``names`` (:data:`ROW_GROUPS`) with their typed settings (``heads``:
+    the ``[heads]`` table)."""
+    groups = []
+    for group in ROW_GROUPS:
+        rows = tuple(n for n in group if n in names)
+        if not rows:
+            continue
+        table = "deterministic" if "deterministic" in group else rows[0]
+        overrides: dict[str, Any] = {"mean_field_factors": factors}
+        if "mc_dropout" in rows:
+            mc = heads.get("mc_dropout", {})
+            overrides.update(
+                head="mc_dropout",
+                num_samples=int(mc.get("num_samples", 10)),
+                prediction_seed=int(mc.get("prediction_seed", 0)),
+            )
+        if smoke and table in GP_HEADS:
+            overrides["num_features"] = _SMOKE_FEATURES
+        model = GPFRankerSettings.from_heads_table(table, heads, **overrides)
+        if smoke and model.head is HeadKind.GPF:
+            model = replace(model, gammas=model.gammas[:1])
+        training = TopLayersSettings.from_table(
+            {
+                **heads,
+                **heads.get(table, {}),
+                "pooling": pooling,
+                "scope": heads.get("mc_dropout", {}).get("scope", "head"),
+                **({"epochs": [1]} if smoke else {}),
+            }
+        )
+        groups.append(_Group(rows, model, training, table))
+    return groups
 
 
 @dataclass
@@ -144,42 +192,33 @@ def run(
     encoder = _encoder(config.encoder, config_path, quiet)
     splits: dict[str, TopLayerSplit] = {}
     for role, (name, lists) in loaded.items():
-        queries, candidates = pair_texts(lists)
-        labels = torch.tensor([y for item in lists for y in item.labels], dtype=torch.float32)
-        splits[role] = TopLayerSplit(name, lists, labels, encoder.encode_pairs(queries, candidates))
-    settings = {
-        "pooling": config.encoder.pooling,
-        "batch_size": encoder.batch_size,
-        "scope": DropoutScope(heads.mc_dropout.scope),
-        "smoke": smoke,
-        "progress": not quiet,
-    }
-    runs = top_layer_runs(names, as_table(heads), smoke)  # the [heads] table, as the model reads it
+        splits[role] = TopLayerSplit.encode(encoder, name, lists)
+    groups = _groups(names, as_table(heads), factors, smoke, config.encoder.pooling)
     targets = ["test", *shifts]
     rows = [_row(n, f, t) for t in targets for n in names for f in families]
     tally = _Tally({r: {m: [] for m in measures} for r in rows}, seed0={t: {} for t in targets})
-    groups = [[r for r in runs if set(r.rows) & set(group)] for group in ROW_GROUPS]
-    work = [(seed, g) for seed in range(seeds) for g in groups if g]
+    work = [(seed, g) for seed in range(seeds) for g in groups]
     bar = progress_bar(work, desc="top-layer runs", unit="head", disable=quiet)
     for seed, group in bar:
-        bar.set_postfix_str(f"seed {seed}, {'/'.join(group[0].rows)}")
-        checkpoints: dict[str, list[Any]] = {}
-        for spec in group:
-            for row, kept in train_top_layer_run(spec, seed, encoder, splits, settings).items():
-                checkpoints.setdefault(row, []).extend(kept)
-        selections = {
-            (row, family): select(row, kept, splits["validation"].labels, family, factors)
-            for row, kept in checkpoints.items()
-            for family in families
-        }
-        for (row, family), selection in selections.items():
+        bar.set_postfix_str(f"seed {seed}, {'/'.join(group.rows)}")
+        fit = GPFRanker(group.model).fit_top_layers(
+            encoder,
+            splits["train"],
+            splits["validation"],
+            {target: splits[target] for target in targets},
+            training=group.training,
+            rows=group.rows,
+            families=families,
+            seed=seed,
+            show_progress=not quiet,
+        )
+        for (row, family), selection in fit.selections.items():
             tally.chosen[f"{_row(row, family, 'test')} (seed {seed})"] = selection.settings
             if row in GP_HEADS and family is Family.PLAIN:
                 tally.variances.setdefault(row, {}).setdefault(
                     splits["validation"].name, []
                 ).append(float(selection.checkpoint.val_variance.mean()))
-        scored = score_selections(group[0], selections, seed, encoder, splits, targets, settings)
-        for (row, family), by_target in scored.items():
+        for (row, family), by_target in fit.predictions.items():
             for target, (probs, variance) in by_target.items():
                 split = splits[target]
                 result = evaluate_head(probs, split.labels.double(), split.lists, measures)
@@ -191,7 +230,7 @@ def run(
                     tally.variances.setdefault(row, {}).setdefault(split.name, []).append(
                         float(variance.mean())
                     )
-    return _result(config, config_path, encoder, splits, runs, tally, factors, families)
+    return _result(config, config_path, encoder, splits, groups, tally, factors, families)
 
 
 def _result(
@@ -199,13 +238,14 @@ def _result(
     config_path: Path,
     encoder: HiddenStateEncoder,
     splits: dict[str, TopLayerSplit],
-    runs: list[TopLayerRun],
+    groups: list[_Group],
     tally: _Tally,
     factors: list[float],
     families: list[Family],
 ) -> ExperimentResult:
     shifts = [str(s) for s in config.data.shift]
-    names = list(dict.fromkeys(row for r in runs for row in r.rows))
+    names = list(dict.fromkeys(row for g in groups for row in g.rows))
+    heads = as_table(config.heads)
     targets = ["test", *shifts]
     notes = [
         "; ".join(
@@ -248,14 +288,16 @@ def _result(
         "encoder": encoder_table,
         "runs": [
             {
-                "head": r.kind,
-                "rows": list(r.rows),
-                "options": r.options,
-                "fit": r.fit,
-                "layer_spectral_bound": r.spectral_bound,
-                "layer_spectral_mode": r.spectral_mode,
+                "head": g.model.head.value,
+                "rows": list(g.rows),
+                "options": {k: v for k, v in options.items() if k != "seed"},
+                "fit": {k: merged[k] for k in _FIT_KEYS if k in merged},
+                "layer_spectral_bound": g.training.layer_spectral_bound,
+                "layer_spectral_mode": g.training.layer_spectral_mode.value,
             }
-            for r in runs
+            for g in groups
+            for merged in [{**heads, **heads.get(g.table, {})}]
+            for options in g.model.head_options()
         ],
         "heads": {"names": names},
         "calibration": {"mean_field_factors": factors, "temperature": len(families) > 1},

@@ -30,7 +30,6 @@ from probrank.nn.heads import HeadKind
 
 __all__ = [
     "PairSplit",
-    "fine_tune_checkpoints",
     "fine_tune_encoder",
     "fit_fine_tuned",
     "pair_split",
@@ -194,33 +193,3 @@ def fit_fine_tuned(
             for name, (mean, variance) in scored[id(selection.checkpoint)].items()
         }
     return RegimeFit(selections, predictions)
-
-
-def fine_tune_checkpoints(
-    name: str,
-    seed: int,
-    heads: Mapping[str, Any],
-    encoder_table: Mapping[str, Any] | None,
-    splits: Mapping[str, PairSplit],
-    shifts: list[str],
-    show_progress: bool,
-) -> tuple[list[Checkpoint], dict[int, dict[str, tuple[Tensor, Tensor]]]]:
-    """Legacy entry point of the ``gpf_finetune`` protocol (until it calls
-    :meth:`GPFRanker.fit_fine_tuned <probrank.models.gpf_ranker.GPFRanker.fit_fine_tuned>`):
-    fine-tune encoder + head ``name`` of a ``[heads]`` table; the checkpoints' validation
-    predictive and, per epoch, the ``(m, v)`` of the test and shift sets."""
-    settings = GPFRankerSettings.from_heads_table(name, heads, defaults={"gammas": (2.0,)})
-    training = FineTuneSettings.from_table({**heads, **heads.get(name, {})})
-    kept: list[tuple[Checkpoint, Predictive]] = []
-    for options in settings.head_options():
-        kept += _fine_tune_checkpoints(
-            name,
-            {**options, "seed": seed},
-            seed,
-            training,
-            lambda: fine_tune_encoder(encoder_table, show_progress=show_progress),
-            splits["train"],
-            splits["validation"],
-            {role: splits[role] for role in ("test", *shifts)},
-        )
-    return [c for c, _ in kept], {c.epochs: p for c, p in kept}

@@ -41,16 +41,10 @@ __all__ = [
     "ROW_GROUPS",
     "SMOKE_FEATURES",
     "DropoutScope",
-    "TopLayerRun",
     "TopLayerSplit",
     "fit_top_layers",
-    "score_selections",
-    "top_layer_runs",
-    "train_top_layer_run",
 ]
 
-_FIT_KEYS = ("epochs", "batch_size", "lr", "encoder_lr", "weight_decay")
-_LAYER_KEYS = ("layer_spectral_bound", "layer_spectral_mode")
 SMOKE_FEATURES = 64
 """Random features of the GP heads in smoke runs."""
 
@@ -322,121 +316,3 @@ def fit_top_layers(
         for family in families
     }
     return RegimeFit(selections, _score(runs[0], selections, seed, encoder, targets, bs))
-
-
-# -- legacy entry points of the gpf_top_layers protocol (until it calls the method) ---------
-
-
-@dataclass
-class TopLayerRun:
-    """One training run: the head built, its options, and the rows it serves."""
-
-    kind: str
-    rows: tuple[str, ...]
-    options: dict[str, Any]
-    fit: dict[str, Any]
-    spectral_bound: float | None
-    spectral_mode: str
-
-
-def top_layer_runs(names: list[str], heads: Mapping[str, Any], smoke: bool) -> list[TopLayerRun]:
-    """The training runs of the protocol's heads ``names`` of a ``[heads]`` table."""
-    common = {k: heads[k] for k in ("hidden", "num_layers", "dropout") if k in heads}
-
-    def own(name: str) -> dict[str, Any]:
-        table = heads.get(name, {})
-        return {k: v for k, v in table.items() if k not in (*_FIT_KEYS, *_LAYER_KEYS)}
-
-    def fit(name: str) -> dict[str, Any]:
-        merged = {**heads, **heads.get(name, {})}
-        return {k: merged[k] for k in _FIT_KEYS if k in merged}
-
-    def spectral(name: str) -> tuple[float | None, str]:
-        table = heads.get(name, {})
-        bound = table.get("layer_spectral_bound")
-        return (None if bound is None else float(bound)), table.get(
-            "layer_spectral_mode", "relative"
-        )
-
-    runs = []
-    mlp_rows = tuple(n for n in ("deterministic", "mc_dropout") if n in names)
-    if mlp_rows:
-        options = {**common, **own("deterministic")}
-        if "mc_dropout" in mlp_rows:
-            mc = heads.get("mc_dropout", {})
-            options.update(
-                num_samples=int(mc.get("num_samples", 10)),
-                prediction_seed=int(mc.get("prediction_seed", 0)),
-            )
-        kind = "mc_dropout" if "mc_dropout" in mlp_rows else "deterministic"
-        runs.append(
-            TopLayerRun(kind, mlp_rows, options, fit("deterministic"), *spectral("deterministic"))
-        )
-    for name in ("sngp", "gpf"):
-        if name not in names:
-            continue
-        options = {**common, **own(name)}
-        if smoke:
-            options["num_features"] = SMOKE_FEATURES
-        gammas: list[Any] = [None]
-        if name == "gpf":
-            from probrank.nn.losses import check_focal_gamma
-
-            value = options.pop("gamma", list(GPFRankerSettings().gammas))
-            gammas = [
-                check_focal_gamma(float(g)) for g in (value if isinstance(value, list) else [value])
-            ]
-            gammas = gammas[:1] if smoke else gammas
-        for gamma in gammas:
-            grid_options = dict(options) if gamma is None else {**options, "gamma": gamma}
-            runs.append(TopLayerRun(name, (name,), grid_options, fit(name), *spectral(name)))
-    return runs
-
-
-def _legacy(run: TopLayerRun, settings: Mapping[str, Any]) -> _Run:
-    training = replace(
-        TopLayersSettings.from_table(run.fit),
-        layer_spectral_bound=run.spectral_bound,
-        layer_spectral_mode=run.spectral_mode,
-        pooling=settings["pooling"],
-        scope=settings["scope"],
-    )
-    if settings["smoke"]:
-        training = replace(training, epochs=(1,))
-    return _Run(run.kind, run.rows, run.options, training)
-
-
-def train_top_layer_run(
-    run: TopLayerRun,
-    seed: int,
-    encoder: HiddenStateEncoder,
-    splits: dict[str, TopLayerSplit],
-    settings: dict[str, Any],
-) -> dict[str, list[Checkpoint]]:
-    """Train one run; the checkpoints of each of its rows (validation predictive + state)."""
-    return _train_run(
-        _legacy(run, settings),
-        seed,
-        encoder,
-        splits["train"],
-        splits["validation"],
-        settings["batch_size"],
-        settings["progress"],
-    )
-
-
-def score_selections(
-    spec: TopLayerRun,
-    selections: dict[tuple[str, Family], Selection],
-    seed: int,
-    encoder: HiddenStateEncoder,
-    splits: dict[str, TopLayerSplit],
-    targets: list[str],
-    settings: dict[str, Any],
-) -> dict[tuple[str, Family], dict[str, tuple[Tensor, Tensor]]]:
-    """Probabilities and predictive variances of each selection on the test and shift sets;
-    each chosen checkpoint is loaded and run once."""
-    chosen = {target: splits[target] for target in targets}
-    return _score(
-        _legacy(spec, settings), selections, seed, encoder, chosen, settings["batch_size"]
-    )
