@@ -398,14 +398,18 @@ def test_good_dataset_layouts_load(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_good_configs_load(tmp_path: Path) -> None:
     from probrank.experiments import load_config
 
-    for name, text in (
-        ("q.toml", corpus.QLF),
-        ("g.toml", corpus.GPF),
-        ("m.toml", corpus.MULTITASK),
-        ("i.toml", '[experiment]\nprotocol = "interactive"\n\n[laplace]\nscale = 1.0\n'),
+    for name, text, protocol in (
+        ("q.toml", corpus.QLF, "qlfusion_cv"),
+        ("g.toml", corpus.GPF, "gpf_ranker"),
+        ("m.toml", corpus.MULTITASK, "mediqa_multitask"),
+        (
+            "i.toml",
+            '[experiment]\nprotocol = "interactive"\n\n[laplace]\nscale = 1.0\n',
+            "interactive",
+        ),
     ):
         (tmp_path / name).write_text(_fill(text, tmp_path))
-        assert load_config(tmp_path / name)["experiment"]["protocol"]
+        assert load_config(tmp_path / name).experiment.protocol == protocol
 
 
 # --- issue 27: the positive controls of the new surfaces --------------------------------------
