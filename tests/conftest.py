@@ -61,6 +61,24 @@ def _capture_closed(config: pytest.Config) -> bool:
     return any(getattr(getattr(s, "tmpfile", None), "closed", False) for s in streams)
 
 
+def _holders(files: list[object], exclude: list[object]) -> str:
+    """What refers to ``files`` besides pytest's capture objects (types and a short repr)."""
+    import gc
+
+    skip = {id(x) for x in exclude}
+    found = []
+    for f in files:
+        for ref in gc.get_referrers(f):
+            if id(ref) in skip or type(ref).__module__.startswith("_pytest"):
+                continue
+            owner = ref
+            if isinstance(ref, dict):  # an instance's __dict__: name its owner
+                owners = [o for o in gc.get_referrers(ref) if getattr(o, "__dict__", None) is ref]
+                owner = owners[0] if owners else ref
+            found.append(f"{type(owner).__module__}.{type(owner).__qualname__}: {repr(owner)[:80]}")
+    return "; ".join(found[:8]) or "none"
+
+
 def _restart_capture_if_closed(item: pytest.Item) -> None:
     """Start a fresh global capture when the old one's file was closed, and say so.
 
@@ -76,6 +94,7 @@ def _restart_capture_if_closed(item: pytest.Item) -> None:
         return
     capman = item.config.pluginmanager.getplugin("capturemanager")
     old = capman._global_capturing
+    holders = _holders([old.out.tmpfile, old.err.tmpfile], exclude=[old.out, old.err])
     for name, capture in (("stdout", old.out), ("stderr", old.err)):
         saved = getattr(getattr(capture, "syscapture", None), "_old", None)
         if saved is not None and not getattr(saved, "closed", True):
@@ -88,7 +107,8 @@ def _restart_capture_if_closed(item: pytest.Item) -> None:
     item.warn(
         pytest.PytestWarning(
             "pytest's global capture file was found closed before this test phase (closed "
-            "by an earlier test's finaliser or thread); capturing was restarted"
+            "by an earlier test's finaliser or thread); capturing was restarted; objects that "
+            f"still hold it: {holders}"
         )
     )
 
