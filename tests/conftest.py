@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -108,7 +109,8 @@ def _restart_capture_if_closed(item: pytest.Item) -> None:
         pytest.PytestWarning(
             "pytest's global capture file was found closed before this test phase (closed "
             "by an earlier test's finaliser or thread); capturing was restarted; objects that "
-            f"still hold it: {holders}"
+            f"still hold it: {holders}; live threads: "
+            + ", ".join(sorted(t.name for t in threading.enumerate()))
         )
     )
 
