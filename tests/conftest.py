@@ -86,10 +86,10 @@ def _restart_capture_if_closed(item: pytest.Item) -> None:
     CI once saw every test after one on a pytest-xdist worker error with "I/O operation on
     closed file" when capturing resumed: the worker's global capture file had been closed
     between two test phases (by a finaliser or a thread; no test closes ``sys.stdout``, and
-    three full local runs, one on a fresh checkout and environment, never showed it). One
-    closed file then failed 700 unrelated tests and hid the real results. Checked before every
-    phase (before pytest's capture resumes), so the phase runs with a fresh capture; the
-    warning names the first test that found it closed, to find the cause.
+    it recurred once in seven full local runs, at the same test). One closed file then failed
+    700 unrelated tests and hid the real results. Checked before and after every phase
+    (:func:`_phase`), so the phase runs with a fresh capture; the warning names the test,
+    what still holds the closed file and the live threads, to find the cause.
     """
     if not _capture_closed(item.config):
         return
@@ -107,27 +107,41 @@ def _restart_capture_if_closed(item: pytest.Item) -> None:
     capman.suspend_global_capture()
     item.warn(
         pytest.PytestWarning(
-            "pytest's global capture file was found closed before this test phase (closed "
-            "by an earlier test's finaliser or thread); capturing was restarted; objects that "
+            "pytest's global capture file was found closed at this test phase (by a finaliser "
+            "or a thread; its captured output is lost); capturing was restarted; objects that "
             f"still hold it: {holders}; live threads: "
             + ", ".join(sorted(t.name for t in threading.enumerate()))
         )
     )
 
 
+def _phase(item: pytest.Item) -> Iterator[None]:
+    """Run one test phase with a working global capture (see
+    :func:`_restart_capture_if_closed`). A closure *during* the phase breaks only pytest's
+    reading of the captured output after the test code ran: the phase keeps its own outcome
+    (the test's exception, if it raised one), the lost output is reported in a warning."""
+    _restart_capture_if_closed(item)
+    try:
+        return (yield)
+    except ValueError as exc:
+        if "closed file" not in str(exc) or not _capture_closed(item.config):
+            raise
+        _restart_capture_if_closed(item)
+        if exc.__context__ is not None:  # the phase's own error, raised before the capture's
+            raise exc.__context__ from None
+        return None
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> object:
-    _restart_capture_if_closed(item)
-    return (yield)
+    return (yield from _phase(item))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> object:
-    _restart_capture_if_closed(item)
-    return (yield)
+    return (yield from _phase(item))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> object:
-    _restart_capture_if_closed(item)
-    return (yield)
+    return (yield from _phase(item))
