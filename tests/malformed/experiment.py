@@ -115,6 +115,26 @@ EXPERIMENT_CASES = [
     ),
     _experiment("out-of-range", QLF + "\n[protocol]\nfolds = 2\n", "{d}/c.toml:8:", "must be >= 3"),
     _experiment(
+        "latent-concentration-prior-not-positive",
+        QLF + '\n[quantifier]\nlikelihood = "latent_beta_binomial"\n'
+        "likelihood_args = {prior_median = -1.0}\n",
+        "{d}/c.toml:9:",
+        "prior_median must be a positive number, got -1.0",
+    ),
+    _experiment(
+        "latent-concentration-prior-sd-zero",
+        QLF + '\n[quantifier]\nlikelihood = "latent_beta_binomial"\n'
+        "likelihood_args = {prior_sd = 0.0}\n",
+        "{d}/c.toml:9:",
+        "prior_sd must be a positive number, got 0.0",
+    ),
+    _experiment(
+        "unknown-likelihood",
+        QLF + '\n[quantifier]\nlikelihood = "poisson"\n',
+        "{d}/c.toml:8:",
+        "quantifier.likelihood: must be one of 'binomial'",
+    ),
+    _experiment(
         "wrong-type-list",
         '[experiment]\nprotocol = "interactive"\n\n[[grid]]\nnoises = 0.3\n',
         "{d}/c.toml:5:",
