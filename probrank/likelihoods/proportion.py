@@ -67,7 +67,9 @@ def binomial_proportion(total_count: int | Tensor) -> Likelihood:
     return likelihood
 
 
-def beta_binomial_proportion(total_count: int | Tensor, concentration: float) -> Likelihood:
+def beta_binomial_proportion(
+    total_count: int | Tensor, concentration: float | Tensor
+) -> Likelihood:
     """Over-dispersed counts: ``k ~ BetaBinomial(c p_hat, c (1 - p_hat), n)``.
 
     The mean is ``n p_hat`` as under :func:`binomial_proportion`; the variance is larger by
@@ -75,20 +77,31 @@ def beta_binomial_proportion(total_count: int | Tensor, concentration: float) ->
 
     Args:
         total_count: ``n``, an int or a tensor broadcastable to the logits' shape.
-        concentration: ``c > 0``; smaller means more over-dispersion.
+        concentration: ``c > 0``; smaller means more over-dispersion. A tensor (e.g. one
+            ``c`` per member, `M x 1`) is broadcast against the logits.
 
     Returns:
-        A callable mapping logits `... x m` to ``BetaBinomial`` with batch shape `... x m`.
+        A callable mapping logits `... x m` to ``BetaBinomial`` with batch shape `... x m`
+        (broadcast with ``concentration``'s shape).
     """
     _check_count(total_count)
-    if not concentration > 0:
+    positive = (
+        bool((concentration > 0).all())
+        if isinstance(concentration, Tensor)
+        else (concentration > 0)
+    )
+    if not positive:
         raise InputDataError(f"concentration must be positive, got {concentration}")
 
     def likelihood(logits: Tensor) -> dist.TorchDistribution:
+        c = torch.as_tensor(concentration, dtype=logits.dtype, device=logits.device)
         p_hat = torch.sigmoid(logits)
+        shape = torch.broadcast_shapes(p_hat.shape, c.shape)
         count = torch.as_tensor(total_count, dtype=logits.dtype, device=logits.device)
         return dist.BetaBinomial(
-            concentration * p_hat, concentration * (1 - p_hat), total_count=count.expand_as(p_hat)
+            (c * p_hat).expand(shape),
+            (c * (1 - p_hat)).expand(shape),
+            total_count=count.expand(shape),
         )
 
     return likelihood

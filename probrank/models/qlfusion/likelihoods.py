@@ -26,7 +26,7 @@ from torch import Tensor
 from torch.distributions import constraints
 
 from probrank.exceptions import InputDataError
-from probrank.likelihoods.proportion import Likelihood
+from probrank.likelihoods.proportion import Likelihood, beta_binomial_proportion
 
 __all__ = [
     "LatentConcentration",
@@ -178,19 +178,7 @@ class LatentConcentration:
 
     def with_concentration(self, concentration: Tensor) -> Likelihood:
         """The likelihood for concentrations `M x 1` (broadcast against logits `... x M x n`)."""
-
-        def likelihood(logits: Tensor) -> dist.TorchDistribution:
-            p_hat = torch.sigmoid(logits)
-            c = concentration.to(logits.dtype)
-            count = torch.tensor(float(self.total_count), dtype=logits.dtype)
-            shape = torch.broadcast_shapes(p_hat.shape, c.shape)
-            return dist.BetaBinomial(
-                (c * p_hat).expand(shape),
-                (c * (1 - p_hat)).expand(shape),
-                total_count=count.expand(shape),
-            )
-
-        return likelihood
+        return beta_binomial_proportion(self.total_count, concentration)
 
     def __call__(self, logits: Tensor) -> dist.TorchDistribution:
         """The likelihood at the prior median (before fitting)."""
