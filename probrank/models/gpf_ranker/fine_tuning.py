@@ -23,8 +23,14 @@ from torch import Tensor
 
 from probrank.data.candidates import CandidateList, pair_texts
 from probrank.encoders.transformer import TransformerEncoder
-from probrank.exceptions import InputDataError
-from probrank.models.gpf_ranker.selection import GP_HEADS, Checkpoint, Family, RegimeFit, select
+from probrank.models.gpf_ranker.selection import (
+    GP_HEADS,
+    Checkpoint,
+    Family,
+    RegimeFit,
+    check_regime,
+    select,
+)
 from probrank.models.gpf_ranker.settings import FineTuneSettings, GPFRankerSettings
 from probrank.nn.heads import HeadKind
 
@@ -157,13 +163,7 @@ def fit_fine_tuned(
     """The body of :meth:`GPFRanker.fit_fine_tuned
     <probrank.models.gpf_ranker.GPFRanker.fit_fine_tuned>` (see there)."""
     kind = settings.head
-    if kind not in _FINE_TUNED_HEADS:
-        raise InputDataError(
-            f"head {kind.value!r} is not fine-tuned end to end; choose from "
-            f"{', '.join(h.value for h in _FINE_TUNED_HEADS)}"
-        )
-    if not families:
-        raise InputDataError("families must not be empty")
+    check_regime(kind, _FINE_TUNED_HEADS, "fine-tuned end to end", families)
     train_split, val_split = _as_split("train", train), _as_split("validation", validation)
     targets = {name: _as_split(name, data) for name, data in evaluation.items()}
     kept: list[tuple[Checkpoint, Predictive]] = []

@@ -29,13 +29,14 @@ from torch import Tensor
 
 from probrank.exceptions import InputDataError
 from probrank.nn.calibration import Calibration, select_calibration
-from probrank.nn.heads import FitSettings, RelevanceHead, build_head
+from probrank.nn.heads import FitSettings, HeadKind, RelevanceHead, build_head
 
 __all__ = [
     "Checkpoint",
     "Family",
     "RegimeFit",
     "Selection",
+    "check_regime",
     "restore",
     "select",
     "train_checkpoints",
@@ -129,6 +130,19 @@ class RegimeFit:
         if key not in self.predictions or name not in self.predictions[key]:
             raise InputDataError(f"no predictions of row {row!r}, family {family!r}, on {name!r}")
         return self.predictions[key][name][0]
+
+
+def check_regime(
+    kind: HeadKind, heads: Sequence[HeadKind], regime: str, families: Sequence[Family]
+) -> None:
+    """Refuse a head the regime does not train (``regime`` completes "head X is not ...")
+    and an empty list of calibration families (one line each)."""
+    if kind not in heads:
+        raise InputDataError(
+            f"head {kind.value!r} is not {regime}; choose from {', '.join(h.value for h in heads)}"
+        )
+    if not families:
+        raise InputDataError("families must not be empty")
 
 
 def train_checkpoints(

@@ -32,6 +32,7 @@ from probrank.models.gpf_ranker.selection import (
     Family,
     RegimeFit,
     Selection,
+    check_regime,
     select,
 )
 from probrank.models.gpf_ranker.settings import DropoutScope, GPFRankerSettings, TopLayersSettings
@@ -287,13 +288,7 @@ def fit_top_layers(
     """The body of :meth:`GPFRanker.fit_top_layers
     <probrank.models.gpf_ranker.GPFRanker.fit_top_layers>` (see there)."""
     kind = settings.head
-    if kind not in _TOP_LAYER_HEADS:
-        raise InputDataError(
-            f"head {kind.value!r} is not trained on the top layers; choose from "
-            f"{', '.join(h.value for h in _TOP_LAYER_HEADS)}"
-        )
-    if not families:
-        raise InputDataError("families must not be empty")
+    check_regime(kind, _TOP_LAYER_HEADS, "trained on the top layers", families)
     served = _rows(kind, rows)
     train_split = _as_split(encoder, "train", train)
     val_split = _as_split(encoder, "validation", validation)
