@@ -38,7 +38,7 @@ __all__ = [
     "standardiser",
 ]
 
-_GP_OPTIONS = (
+GP_OPTION_KEYS = (
     "prior_precision",
     "lengthscale",
     "mean_field_factor",
@@ -46,12 +46,13 @@ _GP_OPTIONS = (
     "momentum",
     "momentum_form",
 )
+"""The GP heads' (SNGP, GPF) own optional settings."""
 _OPTIONAL: dict[HeadKind, tuple[str, ...]] = {
     HeadKind.DETERMINISTIC: ("loss", "focal_gamma"),
     HeadKind.MC_DROPOUT: ("loss", "focal_gamma", "num_samples", "prediction_seed"),
     HeadKind.ENSEMBLE: ("loss", "focal_gamma", "num_members"),
-    HeadKind.SNGP: (*_GP_OPTIONS, "loss", "focal_gamma"),
-    HeadKind.GPF: _GP_OPTIONS,
+    HeadKind.SNGP: (*GP_OPTION_KEYS, "loss", "focal_gamma"),
+    HeadKind.GPF: GP_OPTION_KEYS,
 }
 """The optional settings each head takes (the others must stay None)."""
 

@@ -20,6 +20,7 @@ from probrank.models._settings import (
     set_enum,
 )
 from probrank.models.gpf_ranker.fitting import (
+    GP_OPTION_KEYS,
     check_optional_head_options,
     optional_head_options,
 )
@@ -38,12 +39,7 @@ _HEAD_TABLE_KEYS = frozenset(
         *_SHARED_HEAD_KEYS,
         "num_features",
         "spectral_bound",
-        "prior_precision",
-        "lengthscale",
-        "mean_field_factor",
-        "precision_update",
-        "momentum",
-        "momentum_form",
+        *GP_OPTION_KEYS,
         "loss",
         "num_samples",
         "prediction_seed",
