@@ -159,6 +159,17 @@ class StaleRoundError(InputDataError):
     """Another answer to the same round of the same session is stored already."""
 
 
+def _filters(qid: str | None, annotator: str | None) -> tuple[str, list[Any]]:
+    """`` AND ...`` conditions on the question and the annotator (None: any), and their
+    parameters."""
+    where, values = "", []
+    for column, value in (("qid", qid), ("annotator", annotator)):
+        if value is not None:
+            where += f" AND j.{column} = ?"
+            values.append(value)
+    return where, values
+
+
 def _row(row: tuple[Any, ...]) -> Judgement:
     seq, jid, annotator, qid, round_, left, right, left_id, right_id, choice, created = row[:11]
     retracts, retracted_by = row[11:13]
@@ -417,14 +428,9 @@ class JudgementStore:
         """Stored events in commit order (one indexed query), optionally of one question
         and/or annotator, after position ``after`` only, and only the answers that stand
         (``live``: no undo events, no retracted judgements)."""
-        query = f"SELECT {_COLUMNS} FROM judgements j WHERE j.seq > ?"
-        values: list[Any] = [after]
-        if qid is not None:
-            query += " AND j.qid = ?"
-            values.append(qid)
-        if annotator is not None:
-            query += " AND j.annotator = ?"
-            values.append(annotator)
+        where, values = _filters(qid, annotator)
+        query = f"SELECT {_COLUMNS} FROM judgements j WHERE j.seq > ?{where}"
+        values = [after, *values]
         if live:
             query += f" AND {_LIVE}"
         with self._read_lock:
@@ -434,14 +440,8 @@ class JudgementStore:
     def export_jsonl(self, *, qid: str | None = None, annotator: str | None = None) -> str:
         """Every stored event as JSON lines, made by SQLite itself in one indexed query
         (the objects of :meth:`Judgement.to_json`, keys in the same order)."""
-        query = f"SELECT {_JSON} WHERE 1"
-        values: list[Any] = []
-        if qid is not None:
-            query += " AND j.qid = ?"
-            values.append(qid)
-        if annotator is not None:
-            query += " AND j.annotator = ?"
-            values.append(annotator)
+        where, values = _filters(qid, annotator)
+        query = f"SELECT {_JSON} WHERE 1{where}"
         with self._read_lock:
             rows = self._reader.execute(query + " ORDER BY j.seq", values).fetchall()
         return "".join(f"{line}\n" for (line,) in rows)
