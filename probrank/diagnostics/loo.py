@@ -203,12 +203,17 @@ def _check(data: Any, var_name: str | None) -> None:
         raise InputDataError(f"no log-likelihood variable {var_name!r}; have {names}")
 
 
-def loo(data: Any, *, var_name: str | None = None, quiet: bool = True) -> LooResult:
+def loo(
+    data: Any, *, var_name: str | None = None, reff: float | None = None, quiet: bool = True
+) -> LooResult:
     """PSIS-LOO of one model.
 
     Args:
         data: ArviZ data with a ``log_likelihood`` group.
         var_name: The observed variable (needed when there are several).
+        reff: Relative MCMC efficiency, as :func:`arviz.loo` takes it (None: ArviZ computes
+            it from the ``posterior`` group; 1.0 for independent draws, e.g. of a
+            variational guide, which then need no posterior group).
         quiet: Silence ArviZ's warnings (high Pareto ``k`` is reported in ``pareto_k``).
 
     Returns:
@@ -218,7 +223,7 @@ def loo(data: Any, *, var_name: str | None = None, quiet: bool = True) -> LooRes
     with warnings.catch_warnings():
         if quiet:
             warnings.simplefilter("ignore")
-        result = az.loo(data, pointwise=True, var_name=var_name)
+        result = az.loo(data, pointwise=True, var_name=var_name, reff=reff)
     k = np.asarray(getattr(_field(result, "pareto_k"), "values", _field(result, "pareto_k")))
     return LooResult(
         elpd_loo=float(_field(result, "elpd_loo")),

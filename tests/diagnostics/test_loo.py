@@ -177,3 +177,18 @@ def test_loo_needs_log_likelihoods() -> None:
     with pytest.raises(InputDataError, match="var_name"):
         loo(both)
     assert loo(both, var_name="a").num_observations == 3
+
+
+def test_independent_draws_need_no_posterior_group() -> None:
+    """``reff=1.0`` (independent draws, e.g. a guide's) gives what ArviZ computes from a
+    one-chain posterior group, without one (and without its convergence summary)."""
+    rng = np.random.default_rng(0)
+    log_lik = rng.normal(-3.0, 0.3, size=(1, 400, 25))
+    with_posterior = loo(
+        az.from_dict(posterior={"mu": rng.normal(size=(1, 400))}, log_likelihood={"y": log_lik})
+    )
+    without = loo(az.from_dict(log_likelihood={"y": log_lik}), reff=1.0)
+    assert without.elpd_loo == pytest.approx(with_posterior.elpd_loo, rel=1e-12)
+    assert without.se == pytest.approx(with_posterior.se, rel=1e-12)
+    np.testing.assert_allclose(without.pareto_k, with_posterior.pareto_k)
+    assert without.max_r_hat is None and without.min_ess_bulk is None

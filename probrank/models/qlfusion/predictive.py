@@ -156,7 +156,7 @@ def pointwise_log_likelihood(draws: Tensor, likelihood: Likelihood, counts: Tens
     return torch.cat(chunks)
 
 
-def members_loo(draws: Tensor, log_lik: Tensor, mask: Tensor) -> dict[str, float]:
+def members_loo(log_lik: Tensor, mask: Tensor) -> dict[str, float]:
     """PSIS-LOO of each member's lists (:func:`probrank.diagnostics.loo`), pooled.
 
     Each member (one fold's quantifier of one run) is its own model of its own lists; the
@@ -169,7 +169,6 @@ def members_loo(draws: Tensor, log_lik: Tensor, mask: Tensor) -> dict[str, float
       reliable; 0 when every estimate is).
 
     Args:
-        draws: `S x M x n` the posterior draws of ``p_hat`` (the ``posterior`` group).
         log_lik: `S x M x n` pointwise log-likelihoods (:func:`pointwise_log_likelihood`).
         mask: `M x n` bool, False on padding rows.
     """
@@ -182,12 +181,9 @@ def members_loo(draws: Tensor, log_lik: Tensor, mask: Tensor) -> dict[str, float
     for m in range(members):
         keep = mask[m].bool()
         values = log_lik[:, m, keep].numpy()[None]  # chain x draw x list
-        # one chain of independent draws: ArviZ takes the relative efficiency as 1
-        data = az.from_dict(
-            posterior={"p_hat": draws[:, m, keep].double().numpy()[None]},
-            log_likelihood={"k": values},
-        )
-        result = loo(data)
+        # independent draws of the guide: relative efficiency 1 (what ArviZ takes for one
+        # chain), so no posterior group and no convergence summary of it
+        result = loo(az.from_dict(log_likelihood={"k": values}), reff=1.0)
         elpd += result.elpd_loo
         variance += result.se**2
         p_loo += result.p_loo

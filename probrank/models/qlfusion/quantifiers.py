@@ -255,7 +255,7 @@ def _neural_group(
         if bayesian and variant.loss is QuantifierLoss.BINOMIAL:  # the counts' likelihood
             loo_draws = trained.draws(train["x"], variant.loss, LOO_DRAWS, seed=seed)
             log_lik = pointwise_log_likelihood(loo_draws, likelihood, train["counts"])
-            info["loo"][name] = members_loo(loo_draws, log_lik, train["mask"])
+            info["loo"][name] = members_loo(log_lik, train["mask"])
         concentration = trained.net.concentration
         if concentration is not None:
             chosen_c = concentration.reshape(-1)[trained.chosen_members(variant.loss)]
