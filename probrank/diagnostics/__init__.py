@@ -7,9 +7,11 @@ From a fitted model to a summary table in one call::
     summarize(net)                      # a QLFusion net's Bayesian output layer (SVI)
     summarize(fit_nuts(model, x, y))    # NUTS: R-hat, bulk/tail ESS, divergences
 
-Tables follow ArviZ: ``summary`` is ``arviz.summary`` (``hdi_3%``/``hdi_97%``, ``mcse_*``,
-``ess_bulk``, ``ess_tail``, ``r_hat``) and ``compare_models`` is ``arviz.compare``
-(``elpd_loo``, ...) plus its checks. "Converged" and "reliable" are earned: R-hat <= 1.01,
+Tables follow the installed ArviZ (0.x on Python 3.11, 1.x on 3.12+; :mod:`probrank._arviz`
+is the one module that knows which): ``summary`` is ``arviz.summary`` (0.x: ``hdi_3%``/
+``hdi_97%``; 1.x: ``eti89_lb``/``eti89_ub``; ``mcse_*``, ``ess_bulk``, ``ess_tail``,
+``r_hat``), ``compare_models`` is ``arviz.compare`` plus its checks, and every converter
+returns the line's container (``InferenceData`` / ``xarray.DataTree``). "Converged" and "reliable" are earned: R-hat <= 1.01,
 bulk and tail ESS >= 400, no divergences (and Pareto k <= 0.7 for LOO), each named when it
 fails.
 """
@@ -55,7 +57,7 @@ from probrank.diagnostics.ppc import (
     predictive_check,
 )
 from probrank.diagnostics.pyro_model import from_pyro
-from probrank.diagnostics.summary import divergences, hdi, summary
+from probrank.diagnostics.summary import divergences, eti, hdi, summary
 
 __all__ = [
     "ESS_MIN",
@@ -70,6 +72,7 @@ __all__ = [
     "compare_posteriors",
     "convergence_problems",
     "divergences",
+    "eti",
     "from_draws",
     "from_pyro",
     "hdi",

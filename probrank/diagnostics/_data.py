@@ -1,47 +1,27 @@
-"""ArviZ data access that works with ArviZ 0.x (``InferenceData``) and 1.x (``DataTree``).
+"""Reading ArviZ data into arrays: draws as NumPy, groups flattened to labelled parameters.
 
-Everything else in :mod:`probrank.diagnostics` reads ArviZ data through these helpers, so
-the version differences live in one place:
-
-* building: ``az.from_dict(posterior=..., ...)`` in 0.x, ``az.from_dict({"posterior": ...})``
-  in 1.x;
-* reading a group: ``data[group]`` exists in both; a 1.x group is a ``DataTree`` node that
-  becomes an ``xarray.Dataset`` through ``to_dataset()``.
+Nothing here depends on the ArviZ line: building data and reading a group go through
+:mod:`probrank._arviz`, the one module that knows which line is installed.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import arviz as az
 import numpy as np
 import xarray as xr
 from torch import Tensor
 
+from probrank._arviz import get_group
 from probrank.exceptions import InputDataError
 
 __all__ = [
     "as_numpy",
-    "build",
     "flat_parameters",
-    "get_group",
-    "has_group",
-    "is_arviz_data",
     "num_chains",
     "parameter_label",
 ]
-
-GROUPS = (
-    "posterior",
-    "posterior_predictive",
-    "log_likelihood",
-    "sample_stats",
-    "observed_data",
-    "constant_data",
-)
-"""Groups :func:`build` knows, in ArviZ's order."""
 
 
 def as_numpy(value: Tensor | np.ndarray | float | Sequence[Any]) -> np.ndarray:
@@ -49,65 +29,6 @@ def as_numpy(value: Tensor | np.ndarray | float | Sequence[Any]) -> np.ndarray:
     if isinstance(value, Tensor):
         return value.detach().cpu().numpy()
     return np.asarray(value)
-
-
-def _takes_group_keywords() -> bool:
-    """True for ArviZ 0.x, whose ``from_dict`` takes one keyword per group."""
-    return "posterior" in inspect.signature(az.from_dict).parameters
-
-
-def build(
-    groups: Mapping[str, Mapping[str, np.ndarray]],
-    *,
-    dims: Mapping[str, Sequence[str]] | None = None,
-    coords: Mapping[str, Sequence[Any]] | None = None,
-) -> Any:
-    """ArviZ data from ``{group: {var: array}}`` through :func:`arviz.from_dict`.
-
-    Args:
-        groups: Group name (one of :data:`GROUPS`) to variables; sampled groups are
-            `chains x draws x *shape`, ``observed_data``/``constant_data`` are `*shape`.
-        dims: Names of each variable's dims after ``chain`` and ``draw``.
-        coords: Coordinates of the named dims.
-
-    Returns:
-        ``InferenceData`` (ArviZ 0.x) or ``DataTree`` (1.x).
-    """
-    unknown = set(groups) - set(GROUPS)
-    if unknown:
-        raise InputDataError(f"unknown ArviZ groups {sorted(unknown)}; known: {list(GROUPS)}")
-    kept = {name: dict(values) for name, values in groups.items() if values}
-    dim_map = {k: list(v) for k, v in (dims or {}).items()}
-    coord_map = {k: list(v) for k, v in (coords or {}).items()}
-    if _takes_group_keywords():
-        return az.from_dict(**kept, dims=dim_map, coords=coord_map)  # type: ignore[arg-type]
-    return az.from_dict(kept, dims=dim_map, coords=coord_map)  # pragma: no cover - ArviZ 1.x
-
-
-def is_arviz_data(value: object) -> bool:
-    """Whether ``value`` is ArviZ data (``InferenceData`` or an ``xarray.DataTree``)."""
-    kinds: tuple[type, ...] = tuple(
-        t for t in (getattr(az, "InferenceData", None), getattr(xr, "DataTree", None)) if t
-    )
-    return isinstance(value, kinds)
-
-
-def has_group(data: Any, group: str) -> bool:
-    """Whether ``data`` holds ``group``."""
-    groups = data.groups() if callable(getattr(data, "groups", None)) else data.children
-    return group in {str(g).strip("/") for g in groups}
-
-
-def get_group(data: Any, group: str) -> xr.Dataset:
-    """One group of ``data`` as an ``xarray.Dataset``.
-
-    Raises:
-        InputDataError: ``data`` has no such group.
-    """
-    if not has_group(data, group):
-        raise InputDataError(f"the ArviZ data has no {group!r} group")
-    node = data[group]
-    return node.to_dataset() if hasattr(node, "to_dataset") else node
 
 
 def num_chains(data: Any) -> int:

@@ -29,8 +29,9 @@ of the layer's sites are then converted), so a summary never silently shows an u
 Pyro models fitted by SVI or NUTS, with posterior predictive draws and pointwise
 log-likelihoods (for PPC and LOO), go through :func:`probrank.diagnostics.from_pyro`.
 
-Everything is built by :func:`arviz.from_dict`, which exists in ArviZ 0.x (``InferenceData``)
-and 1.x (``DataTree``). Dims are named: a layer's weight is ``(member..., output, feature)``,
+Everything is built by the installed ``arviz.from_dict`` (through :mod:`probrank._arviz`): the
+result is the installed line's container, ``InferenceData`` on ArviZ 0.x and
+``xarray.DataTree`` on 1.x, with the same groups. Dims are named: a layer's weight is ``(member..., output, feature)``,
 a Laplace posterior over candidates ``(candidate,)``; pass ``dims``/``coords`` to rename or
 label them.
 """
@@ -49,7 +50,8 @@ from pyro.nn import PyroModule
 from torch import Tensor
 from torch.distributions import MultivariateNormal
 
-from probrank.diagnostics._data import as_numpy, build, is_arviz_data
+from probrank._arviz import build, is_arviz_data
+from probrank.diagnostics._data import as_numpy
 from probrank.diagnostics.summary import summary
 from probrank.exceptions import InputDataError
 from probrank.inference.mcmc import NutsSamples, divergence_mask
@@ -418,7 +420,7 @@ def summarize(
 
     Args:
         source: Anything :func:`to_inference_data` accepts.
-        hdi_prob: HDI mass (default ArviZ's, ``rcParams["stats.hdi_prob"]``).
+        hdi_prob: An HDI of this mass (default: the installed ArviZ's summary interval).
         var_names: Variables to summarise (default: all).
         **options: Conversion options (``num_samples``, ``seed``, ``guide``, ``dims``, ...).
 

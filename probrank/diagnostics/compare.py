@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probrank.diagnostics._data import flat_parameters, get_group
+from probrank._arviz import get_group
+from probrank.diagnostics._data import flat_parameters
 from probrank.exceptions import InputDataError
 
 __all__ = ["compare_posteriors"]

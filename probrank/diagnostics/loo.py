@@ -3,11 +3,12 @@
 Pareto-smoothed importance-sampling leave-one-out cross-validation (Vehtari, Gelman and Gabry
 2017) estimates each model's expected log pointwise predictive density ``elpd_loo`` from the
 ``log_likelihood`` group (e.g. built by :func:`~probrank.diagnostics.from_pyro`). Models are
-compared on the same observations by :func:`arviz.compare`, whose table
-:func:`compare_models` returns with ArviZ's own columns (``rank``, ``elpd_loo``, ``p_loo``,
-``elpd_diff``, ``weight``, ``se``, ``dse``, ``warning``, ``scale`` in ArviZ 0.x): the higher
-``elpd_loo``, the better; a difference is credible when it is several times its standard
-error ``dse``.
+compared on the same observations by the installed ``arviz.compare``, whose table
+:func:`compare_models` returns with ArviZ's own columns (0.x: ``rank``, ``elpd_loo``,
+``p_loo``, ``elpd_diff``, ``weight``, ``se``, ``dse``, ``warning``, ``scale``; 1.x: ``rank``,
+``elpd``, ``p``, ``elpd_diff``, ``p_worse``, ``weight``, ``se``, ``dse``, ...): the higher
+the elpd, the better; a difference is credible when it is several times its standard error
+``dse``.
 
 An estimate is only evidence when the draws it is computed from can be trusted:
 
@@ -34,11 +35,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import arviz as az
 import numpy as np
 import pandas as pd
 
-from probrank.diagnostics._data import get_group, has_group
+from probrank import _arviz
+from probrank._arviz import get_group, has_group
 from probrank.diagnostics.convergence import ESS_MIN, RHAT_MAX
 from probrank.diagnostics.summary import divergences, summary
 from probrank.exceptions import InputDataError
@@ -55,24 +56,9 @@ __all__ = [
 PARETO_K_THRESHOLD = 0.7
 """Pareto ``k`` above which an observation's PSIS-LOO estimate is unreliable."""
 
-_ALIASES = {
-    "elpd_loo": ("elpd_loo", "elpd"),
-    "p_loo": ("p_loo", "p"),
-    "se": ("se",),
-    "pareto_k": ("pareto_k",),
-}
-
 CONVERGENCE_COLUMNS = ("max_r_hat", "min_ess_bulk", "min_ess_tail", "divergences")
 """Columns :func:`compare_models` adds to ArviZ's table (after ``bad_k`` and
 ``num_observations``)."""
-
-
-def _field(result: Any, name: str) -> Any:
-    for key in _ALIASES[name]:
-        value = result.get(key) if hasattr(result, "get") else getattr(result, key, None)
-        if value is not None:
-            return value
-    raise InputDataError(f"ArviZ returned no {name!r} field")  # pragma: no cover
 
 
 def _nan_to_none(value: float) -> float | None:
@@ -211,7 +197,7 @@ def loo(
     Args:
         data: ArviZ data with a ``log_likelihood`` group.
         var_name: The observed variable (needed when there are several).
-        reff: Relative MCMC efficiency, as :func:`arviz.loo` takes it (None: ArviZ computes
+        reff: Relative MCMC efficiency, as ``arviz.loo`` takes it (None: ArviZ computes
             it from the ``posterior`` group; 1.0 for independent draws, e.g. of a
             variational guide, which then need no posterior group).
         quiet: Silence ArviZ's warnings (high Pareto ``k`` is reported in ``pareto_k``).
@@ -223,14 +209,13 @@ def loo(
     with warnings.catch_warnings():
         if quiet:
             warnings.simplefilter("ignore")
-        result = az.loo(data, pointwise=True, var_name=var_name, reff=reff)
-    k = np.asarray(getattr(_field(result, "pareto_k"), "values", _field(result, "pareto_k")))
+        result = _arviz.loo(data, var_name=var_name, reff=reff)
     return LooResult(
-        elpd_loo=float(_field(result, "elpd_loo")),
-        se=float(_field(result, "se")),
-        p_loo=float(_field(result, "p_loo")),
-        pareto_k=k.reshape(-1),
-        num_observations=int(k.size),
+        elpd_loo=result.elpd,
+        se=result.se,
+        p_loo=result.p,
+        pareto_k=result.pareto_k,
+        num_observations=int(result.pareto_k.size),
         **_convergence(data),  # type: ignore[arg-type]
     )
 
@@ -238,7 +223,7 @@ def loo(
 def compare_models(
     models: Mapping[str, Any], *, var_name: str | None = None, quiet: bool = True
 ) -> pd.DataFrame:
-    """Rank models by PSIS-LOO: :func:`arviz.compare`'s table plus the checks behind it.
+    """Rank models by PSIS-LOO: the installed ``arviz.compare``'s table plus its checks.
 
     Args:
         models: ``{name: ArviZ data}``, all with log-likelihoods of the same observations.
@@ -246,9 +231,8 @@ def compare_models(
         quiet: Silence ArviZ's warnings.
 
     Returns:
-        :func:`arviz.compare`'s table unchanged (one row per model, best first, with ArviZ's
-        columns: ``rank``, ``elpd_loo``, ``p_loo``, ``elpd_diff``, ``weight``, ``se``,
-        ``dse``, ``warning``, ``scale`` in ArviZ 0.x), followed by ``bad_k`` (observations
+        ``arviz.compare``'s table unchanged (one row per model, best first, with the
+        installed ArviZ's columns: see the module docstring), followed by ``bad_k`` (observations
         with Pareto ``k > 0.7``), ``num_observations``, and the convergence of each model's
         posterior draws: ``max_r_hat`` (NaN with one chain), ``min_ess_bulk``,
         ``min_ess_tail`` and ``divergences`` (NaN when not recorded).
@@ -260,10 +244,11 @@ def compare_models(
         raise InputDataError("compare_models needs at least two models")
     for data in models.values():
         _check(data, var_name)
+    _same_observations(models, var_name)
     with warnings.catch_warnings():
         if quiet:
             warnings.simplefilter("ignore")
-        table = az.compare(dict(models), var_name=var_name)
+        table = _arviz.compare(models, var_name=var_name)
     out = table.copy()
     out.index = [str(i) for i in table.index]
     results = {name: loo(models[name], var_name=var_name) for name in out.index}
@@ -276,6 +261,43 @@ def compare_models(
     out.attrs["problems"] = problems
     out.attrs["reliable"] = not any(problems.values())
     return out
+
+
+def _observations(data: Any, var_name: str | None) -> tuple[tuple[int, ...], Any]:
+    """The shape of one draw's pointwise log-likelihood and the observed values (or None)."""
+    group = get_group(data, "log_likelihood")
+    name = var_name if var_name is not None else str(next(iter(group.data_vars)))
+    values = group[name]
+    shape = tuple(int(values.sizes[d]) for d in values.dims if d not in ("chain", "draw"))
+    observed = None
+    if has_group(data, "observed_data") and name in get_group(data, "observed_data").data_vars:
+        observed = np.asarray(get_group(data, "observed_data")[name].values)
+    return shape, observed
+
+
+def _same_observations(models: Mapping[str, Any], var_name: str | None) -> None:
+    """Refuse models whose log-likelihoods are of different observations (PSIS-LOO values of
+    different data are not comparable): the pointwise shapes must agree, and so must the
+    observed values where every model records them."""
+    seen = {name: _observations(data, var_name) for name, data in models.items()}
+    (first, (shape, observed)), *rest = seen.items()
+    for name, (other_shape, other_observed) in rest:
+        if other_shape != shape:
+            raise InputDataError(
+                f"compare_models needs log-likelihoods of the same observations: {first!r} has "
+                f"{shape}, {name!r} has {other_shape}"
+            )
+        if (
+            observed is not None
+            and other_observed is not None
+            and not (
+                observed.shape == other_observed.shape and np.array_equal(observed, other_observed)
+            )
+        ):
+            raise InputDataError(
+                f"compare_models needs log-likelihoods of the same observations: the observed "
+                f"data of {first!r} and {name!r} differ"
+            )
 
 
 def _optional(row: pd.Series, column: str) -> Any:

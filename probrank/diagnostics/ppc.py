@@ -27,7 +27,7 @@ from torch import Tensor
 from torch.distributions import Distribution
 
 from probrank._options import parse_enum
-from probrank.diagnostics._data import get_group
+from probrank._arviz import get_group
 from probrank.exceptions import InputDataError
 
 __all__ = [

@@ -62,19 +62,19 @@ def check_draws(arrays: Mapping[str, np.ndarray], divergences: int) -> Convergen
         one chain), bulk and tail ESS >= 400 and no divergences; each failed criterion is one
         message.
     """
-    import arviz as az
+    from probrank import _arviz
 
-    dataset = az.convert_to_dataset(dict(arrays))
+    dataset = _arviz.to_dataset(arrays)
     chains = next(iter(arrays.values())).shape[0]
-    bulk = _flat(az.ess(dataset, method="bulk"))
-    tail = _flat(az.ess(dataset, method="tail"))
+    bulk = _flat(_arviz.ess(dataset, method="bulk"))
+    tail = _flat(_arviz.ess(dataset, method="tail"))
     ess = np.minimum(bulk, tail)
     min_ess = float(np.nanmin(ess)) if np.isfinite(ess).any() else float("nan")
     messages = []
     max_rhat = float("nan")
     if chains > 1:  # R-hat compares chains
         with np.errstate(invalid="ignore", divide="ignore"):  # draws that never moved
-            rhat = _flat(az.rhat(dataset, method="rank"))
+            rhat = _flat(_arviz.rhat(dataset))
         high = ~(rhat <= RHAT_MAX)
         max_rhat = float(np.nanmax(rhat)) if np.isfinite(rhat).any() else float("nan")
         if high.any():

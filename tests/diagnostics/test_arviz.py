@@ -20,16 +20,15 @@ from probrank.diagnostics import (
     summary,
     to_inference_data,
 )
-from probrank.diagnostics._data import get_group, has_group
+from probrank._arviz import ARVIZ_1, get_group, has_group, interval_column_names
 from probrank.exceptions import InputDataError
 from probrank.inference import fit_svi
 from probrank.inference.mcmc import NutsSamples
 from probrank.models.qlfusion import QLFusionNet
 from probrank.nn.bayesian_linear import BayesianLinear
+from tests.diagnostics.arviz_columns import summary_columns
 
-ARVIZ_COLUMNS = [
-    "mean", "sd", "hdi_3%", "hdi_97%", "mcse_mean", "mcse_sd", "ess_bulk", "ess_tail", "r_hat",
-]  # fmt: skip
+ARVIZ_COLUMNS = summary_columns()
 
 
 def test_mcmc_draws_with_named_dims_and_rhat() -> None:
@@ -54,8 +53,9 @@ def test_guide_draws_have_one_chain_and_no_rhat() -> None:
     data = to_inference_data({"w": torch.randn(50, 3)}, chains=False)
     assert dict(data.posterior.sizes)["chain"] == 1
     table = summary(data, hdi_prob=0.8)
-    assert list(table.columns) == ["mean", "sd", "hdi_10%", "hdi_90%", *ARVIZ_COLUMNS[4:]]
-    assert (table["hdi_10%"] < table["hdi_90%"]).all()
+    low, high = interval_column_names(0.8, "hdi")
+    assert list(table.columns) == summary_columns(0.8, "hdi")
+    assert (table[low] < table[high]).all()
     assert table["r_hat"].isna().all()  # R-hat compares chains: undefined for one
 
 
@@ -65,8 +65,17 @@ def test_hdi_of_exponential_draws_is_zero_to_its_quantile() -> None:
         (1, 20000)
     )
     table = summary(to_inference_data({"z": draws}), hdi_prob=0.9)
-    np.testing.assert_allclose(table.loc["z", "hdi_5%"], 0.0, atol=0.01)
-    np.testing.assert_allclose(table.loc["z", "hdi_95%"], 2.303, atol=0.08)
+    low, high = interval_column_names(0.9, "hdi")
+    np.testing.assert_allclose(table.loc["z", low], 0.0, atol=0.01)
+    np.testing.assert_allclose(table.loc["z", high], 2.303, atol=0.08)
+    # the equal-tailed interval is the 5% and 95% quantiles: [0.051, 2.996]
+    eti_table = (
+        summary(to_inference_data({"z": draws}), ci_prob=0.9, ci_kind="eti") if ARVIZ_1 else None
+    )
+    if eti_table is not None:
+        low, high = interval_column_names(0.9, "eti")
+        np.testing.assert_allclose(eti_table.loc["z", low], 0.0513, atol=0.01)
+        np.testing.assert_allclose(eti_table.loc["z", high], 2.996, atol=0.1)
 
 
 def test_bad_draws() -> None:

@@ -1,9 +1,9 @@
-"""ArviZ's conventions: summary tables equal ``az.summary``, HDIs equal ``az.hdi``, NUTS draws
-convert with ``chains=True``, and predictions of unobserved sites are kept."""
+"""ArviZ's conventions, on the installed line (0.x on Python 3.11, 1.x on 3.12+): summary tables
+equal ``az.summary``, HDIs equal ``az.hdi``, containers are the line's own, NUTS draws convert
+with ``chains=True``, and predictions of unobserved sites are kept."""
 
 from __future__ import annotations
 
-import arviz as az
 import numpy as np
 import pandas as pd
 import pyro
@@ -11,10 +11,11 @@ import pyro.distributions as dist
 import pytest
 import torch
 
-from probrank.diagnostics import from_pyro, hdi, summarize, summary, to_inference_data
-from probrank.diagnostics._data import get_group, has_group
+from probrank._arviz import ARVIZ_1, arviz as az, container_type, get_group, has_group
+from probrank.diagnostics import eti, from_pyro, hdi, summarize, summary, to_inference_data
 from probrank.exceptions import InputDataError
 from probrank.inference.mcmc import NutsSamples
+from tests.diagnostics.arviz_columns import summary_columns
 
 
 def _draws(chains: int) -> dict[str, torch.Tensor]:
@@ -25,23 +26,43 @@ def _draws(chains: int) -> dict[str, torch.Tensor]:
     }
 
 
+def _arviz_options(options: dict[str, object]) -> dict[str, object]:
+    """The installed ``az.summary``'s keywords for probrank's ``options``."""
+    if "hdi_prob" in options and ARVIZ_1:  # 1.x: an HDI of that mass
+        return {"ci_prob": options["hdi_prob"], "ci_kind": "hdi"}
+    if "ci_prob" in options and not ARVIZ_1:  # 0.x: its only interval, an HDI
+        return {"hdi_prob": options["ci_prob"]}
+    return dict(options)
+
+
 @pytest.mark.parametrize("chains", [1, 2, 4])
-@pytest.mark.parametrize("options", [{}, {"hdi_prob": 0.8}, {"round_to": "none"}])
+@pytest.mark.parametrize(
+    "options", [{}, {"hdi_prob": 0.8}, {"ci_prob": 0.8}, {"round_to": "none"}, {"round_to": 3}]
+)
 def test_summary_is_arviz_summary(chains: int, options: dict[str, object]) -> None:
     # Regression: summary had a 0.90 HDI named hdi_low/hdi_high by its own rule (up to 0.24
-    # from az.hdi at 300 draws) and no mcse columns
+    # from az.hdi at 300 draws) and no mcse columns; on ArviZ 1.x it called 0.x's keywords
     data = to_inference_data(_draws(chains))
+    assert isinstance(data, container_type())
     table = summary(data, **options)  # type: ignore[arg-type]
-    reference = az.summary(data, **options)  # type: ignore[arg-type]
+    reference = az.summary(data, **_arviz_options(options))  # type: ignore[arg-type]
     pd.testing.assert_frame_equal(table, reference, check_exact=True)
     assert table.attrs["chains"] == chains and table.attrs["draws"] == 300
-    default_mass = az.rcParams["stats.ci_prob"]
-    if not options:
-        low = f"hdi_{100 * (1 - default_mass) / 2:g}%"
-        assert list(table.columns)[:4] == ["mean", "sd", low, f"hdi_{100 - float(low[4:-1]):g}%"]
-        assert list(table.columns)[4:] == [
-            "mcse_mean", "mcse_sd", "ess_bulk", "ess_tail", "r_hat",
-        ]  # fmt: skip
+    if not options:  # the line's default interval: 0.94 HDI (0.x), 0.89 ETI (1.x)
+        assert list(table.columns) == summary_columns()
+        assert list(table.columns)[2:4] == (
+            ["eti89_lb", "eti89_ub"] if ARVIZ_1 else ["hdi_3%", "hdi_97%"]
+        )
+
+
+def test_eti_is_the_equal_tailed_quantiles() -> None:
+    draws = np.random.default_rng(1).gamma(2.0, 1.0, size=400)
+    low, high = eti(draws, 0.9)
+    np.testing.assert_allclose([low, high], np.quantile(draws, [0.05, 0.95]), rtol=1e-12)
+    if ARVIZ_1:
+        np.testing.assert_array_equal([low, high], az.eti(draws, prob=0.9))
+    with pytest.raises(InputDataError):
+        summary(to_inference_data(_draws(2)), hdi_prob=0.8, ci_prob=0.9)
 
 
 def test_summarize_nuts_samples_equals_arviz_and_keeps_divergences() -> None:
@@ -56,7 +77,8 @@ def test_summarize_nuts_samples_equals_arviz_and_keeps_divergences() -> None:
 def test_hdi_is_arviz_hdi() -> None:
     draws = np.random.default_rng(0).gamma(2.0, 1.0, size=300)
     for prob in (None, 0.5, 0.9):
-        np.testing.assert_array_equal(hdi(draws, prob), az.hdi(draws, hdi_prob=prob))
+        keyword = "prob" if ARVIZ_1 else "hdi_prob"
+        np.testing.assert_array_equal(hdi(draws, prob), az.hdi(draws, **{keyword: prob}))
     with pytest.raises(InputDataError):
         hdi(draws, 1.5)
 

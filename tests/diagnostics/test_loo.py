@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import arviz as az
 import numpy as np
 import pyro.distributions as dist
 import pytest
 import torch
 
+from probrank._arviz import ARVIZ_1, build
+from probrank._arviz import arviz as az
 from probrank.diagnostics import compare_models, loo, loo_verdict, to_inference_data
 from probrank.exceptions import InputDataError
 
@@ -80,19 +81,20 @@ def test_loo_prefers_beta_binomial_on_overdispersed_counts() -> None:
     # Regression: the columns were renamed (elpd); now ArviZ's own table comes first, column
     # for column and value for value, then probrank's checks
     reference = az.compare(models)
-    assert "elpd_loo" in table.columns and "elpd" not in table.columns
+    elpd, p = ("elpd", "p") if ARVIZ_1 else ("elpd_loo", "p_loo")  # the line's own names
+    assert elpd in table.columns and p in table.columns
     assert list(table.columns) == [
         *reference.columns, "bad_k", "num_observations", "max_r_hat", "min_ess_bulk",
         "min_ess_tail", "divergences",
     ]  # fmt: skip
-    numeric = ["rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse"]
+    numeric = ["rank", elpd, p, "elpd_diff", "se", "dse"]
     np.testing.assert_allclose(
         table[numeric].to_numpy(float), reference[numeric].to_numpy(float), rtol=1e-9
     )
     assert table.index[0] == "beta-binomial"
     assert table.attrs["reliable"] and (table["bad_k"] == 0).all()
     assert (table["num_observations"] == 40).all()
-    difference = table.loc["binomial", "elpd_diff"]
+    difference = abs(table.loc["binomial", "elpd_diff"])  # 1.x: negative for worse models
     assert difference > 2 * table.loc["binomial", "dse"] and difference > 50
     np.testing.assert_allclose(table["weight"].sum(), 1.0, atol=1e-6)
 
@@ -116,7 +118,8 @@ def test_high_pareto_k_is_reported_not_hidden() -> None:
     table = compare_models({"good": _binomial_fit(counts, 2000), "bad": bad})
     assert table.loc["bad", "bad_k"] == 30 and table.loc["good", "bad_k"] == 0
     assert table.attrs["reliable"] is False
-    assert bool(table.loc["bad", "warning"])
+    if not ARVIZ_1:  # 0.x's compare flags it too (1.x's table has no warning column)
+        assert bool(table.loc["bad", "warning"])
     verdict = loo_verdict(table)
     assert verdict.startswith(
         "PSIS-LOO is NOT reliable for bad (Pareto k > 0.7 for 100% of observations"
@@ -170,9 +173,9 @@ def test_loo_needs_log_likelihoods() -> None:
     with pytest.raises(InputDataError):
         compare_models({"only": data})
     both = to_inference_data(
-        {"p": torch.rand(10)},
+        {"p": torch.rand(100)},
         chains=False,
-        log_likelihood={"a": -torch.rand(10, 3), "b": -torch.rand(10, 3)},
+        log_likelihood={"a": -torch.rand(100, 3), "b": -torch.rand(100, 3)},
     )
     with pytest.raises(InputDataError, match="var_name"):
         loo(both)
@@ -185,10 +188,39 @@ def test_independent_draws_need_no_posterior_group() -> None:
     rng = np.random.default_rng(0)
     log_lik = rng.normal(-3.0, 0.3, size=(1, 400, 25))
     with_posterior = loo(
-        az.from_dict(posterior={"mu": rng.normal(size=(1, 400))}, log_likelihood={"y": log_lik})
+        build({"posterior": {"mu": rng.normal(size=(1, 400))}, "log_likelihood": {"y": log_lik}})
     )
-    without = loo(az.from_dict(log_likelihood={"y": log_lik}), reff=1.0)
+    without = loo(build({"log_likelihood": {"y": log_lik}}), reff=1.0)
     assert without.elpd_loo == pytest.approx(with_posterior.elpd_loo, rel=1e-12)
     assert without.se == pytest.approx(with_posterior.se, rel=1e-12)
     np.testing.assert_allclose(without.pareto_k, with_posterior.pareto_k)
     assert without.max_r_hat is None and without.min_ess_bulk is None
+
+
+def test_models_of_different_observations_are_not_compared() -> None:
+    # Regression (issue 31): compare_models ranked models fitted to different observations
+    counts = _counts(False, 40, seed=4)
+    other = _counts(False, 40, seed=5)
+    with pytest.raises(InputDataError, match="same observations"):
+        compare_models({"a": _binomial_fit(counts, 500), "b": _binomial_fit(other, 500)})
+    fewer = _counts(False, 30, seed=4)
+    with pytest.raises(InputDataError, match="same observations"):
+        compare_models({"a": _binomial_fit(counts, 500), "b": _binomial_fit(fewer, 500)})
+
+
+def test_a_point_posterior_has_its_exact_loo_on_both_lines() -> None:
+    # every draw the same: elpd_i is the log-likelihood and p_loo is 0 (ArviZ 1.x refuses
+    # such data: probrank computes the exact value); k is inf on both lines (as 0.x has it)
+    values = np.tile(np.array([-1.0, -2.0, -0.5]), (1, 100, 1))
+    noisy = values.copy()
+    noisy[:, :, 0] += np.random.default_rng(0).normal(scale=0.1, size=(1, 100))
+    exact = loo(build({"log_likelihood": {"y": values}}), reff=1.0)
+    assert exact.elpd_loo == pytest.approx(-3.5, abs=1e-12) and exact.p_loo == 0.0
+    assert np.isinf(exact.pareto_k).all() and not exact.reliable
+    mixed = loo(build({"log_likelihood": {"y": noisy}}), reff=1.0)
+    alone = loo(build({"log_likelihood": {"y": noisy[:, :, :1]}}), reff=1.0)
+    assert mixed.elpd_loo == pytest.approx(alone.elpd_loo - 2.5, rel=1e-12)
+    assert mixed.p_loo == pytest.approx(alone.p_loo, rel=1e-9)
+    assert (
+        mixed.pareto_k[0] == pytest.approx(alone.pareto_k[0]) and np.isinf(mixed.pareto_k[1:]).all()
+    )
