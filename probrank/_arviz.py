@@ -51,7 +51,11 @@ with warnings.catch_warnings():
     warnings.filterwarnings(
         "ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning
     )
-    import arviz
+    import arviz as _installed_arviz
+
+arviz: Any = _installed_arviz
+"""The installed ``arviz`` module, typed ``Any``: its signatures differ between the lines, so
+the type checker (run on one line) cannot check calls meant for the other."""
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -107,7 +111,7 @@ def container_type() -> type:
     """The installed line's container: ``InferenceData`` (0.x) or ``xarray.DataTree`` (1.x)."""
     if ARVIZ_1:
         return xr.DataTree
-    return arviz.InferenceData  # type: ignore[no-any-return]
+    return arviz.InferenceData
 
 
 def build(
@@ -164,8 +168,8 @@ def get_group(data: Any, group: str) -> xr.Dataset:
     if not has_group(data, group):
         raise InputDataError(f"the ArviZ data has no {group!r} group")
     if ARVIZ_1:
-        return data[group].to_dataset()  # type: ignore[no-any-return]
-    return data[group]  # type: ignore[no-any-return]
+        return data[group].to_dataset()
+    return data[group]
 
 
 def default_interval() -> tuple[float, str]:
@@ -221,7 +225,7 @@ def summary(
             var_names=var_names,
             group=group,
             hdi_prob=ci_prob,
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             round_to=round_to,
             **options,
         )
@@ -391,12 +395,12 @@ def compare(models: Mapping[str, Any], *, var_name: str | None) -> pd.DataFrame:
     if ARVIZ_1:
         # 1.x's compare takes no var_name: select the variable first
         chosen = {name: _only_log_likelihood(data, var_name) for name, data in models.items()}
-        return arviz.compare(chosen)  # type: ignore[no-any-return]
+        return arviz.compare(chosen)
     with warnings.catch_warnings():
         # ArviZ 0.23's compare sorts with DataFrame.sort_values(inplace=True), which pandas 3
         # deprecates (Pandas4Warning); only that message is filtered, only around this call.
         warnings.filterwarnings("ignore", message="The inplace keyword in DataFrame.sort_values")
-        return arviz.compare(dict(models), var_name=var_name)  # type: ignore[no-any-return]
+        return arviz.compare(dict(models), var_name=var_name)
 
 
 def _only_log_likelihood(data: Any, var_name: str | None) -> Any:
@@ -407,17 +411,17 @@ def _only_log_likelihood(data: Any, var_name: str | None) -> Any:
 
 def to_dataset(arrays: Mapping[str, np.ndarray]) -> xr.Dataset:
     """``{name: chains x draws x ...}`` as an ``xarray.Dataset`` (``arviz.convert_to_dataset``)."""
-    return arviz.convert_to_dataset(dict(arrays))  # type: ignore[no-any-return]
+    return arviz.convert_to_dataset(dict(arrays))
 
 
 def ess(dataset: xr.Dataset, *, method: str) -> xr.Dataset:
     """The installed ``arviz.ess`` of a `chain x draw` dataset (``"bulk"`` or ``"tail"``)."""
-    return arviz.ess(dataset, method=method)  # type: ignore[no-any-return]
+    return arviz.ess(dataset, method=method)
 
 
 def rhat(dataset: xr.Dataset) -> xr.Dataset:
     """The installed ``arviz.rhat`` (rank-normalised split R-hat) of a `chain x draw` dataset."""
-    return arviz.rhat(dataset, method="rank")  # type: ignore[no-any-return]
+    return arviz.rhat(dataset, method="rank")
 
 
 def pit_ecdf_figure(pit: Mapping[str, np.ndarray], *, prob: float = 0.95) -> Figure:
@@ -445,7 +449,7 @@ def pit_ecdf_figure(pit: Mapping[str, np.ndarray], *, prob: float = 0.95) -> Fig
     if ARVIZ_1:
         tree = arviz.from_dict({"prior_sbc": values})
         collection = arviz.plot_ecdf_pit(tree, backend="matplotlib", envelope_prob=1 - prob)
-        return collection.viz["figure"].item()  # type: ignore[no-any-return]
+        return collection.viz["figure"].item()
     import matplotlib.pyplot as plt
     from scipy import stats
 
@@ -454,6 +458,10 @@ def pit_ecdf_figure(pit: Mapping[str, np.ndarray], *, prob: float = 0.95) -> Fig
     grid = np.linspace(0.0, 1.0, 101)
     for ax, (name, draws) in zip(axes[0], values.items(), strict=True):
         rng = np.random.default_rng(0)  # the band's simulation: same figure on every call
+
+        def uniform(n: int, random_state: Any = None, rng: np.random.Generator = rng) -> Any:
+            return rng.uniform(size=n)
+
         arviz.plot_ecdf(
             draws.ravel(),
             cdf=stats.uniform(0.0, 1.0).cdf,
@@ -461,7 +469,7 @@ def pit_ecdf_figure(pit: Mapping[str, np.ndarray], *, prob: float = 0.95) -> Fig
             confidence_bands=True,
             ci_prob=prob,
             eval_points=grid,
-            rvs=lambda n, random_state=None: rng.uniform(size=n),
+            rvs=uniform,
             ax=ax,
         )
         ax.set_title(name, fontsize=9)

@@ -11,9 +11,9 @@ Tables follow the installed ArviZ (0.x on Python 3.11, 1.x on 3.12+; :mod:`probr
 is the one module that knows which): ``summary`` is ``arviz.summary`` (0.x: ``hdi_3%``/
 ``hdi_97%``; 1.x: ``eti89_lb``/``eti89_ub``; ``mcse_*``, ``ess_bulk``, ``ess_tail``,
 ``r_hat``), ``compare_models`` is ``arviz.compare`` plus its checks, and every converter
-returns the line's container (``InferenceData`` / ``xarray.DataTree``). "Converged" and "reliable" are earned: R-hat <= 1.01,
-bulk and tail ESS >= 400, no divergences (and Pareto k <= 0.7 for LOO), each named when it
-fails.
+returns the line's container (``InferenceData`` / ``xarray.DataTree``). "Converged" and
+"reliable" are earned: R-hat <= 1.01, bulk and tail ESS >= 400, no divergences (and Pareto
+k <= 0.7 for LOO), each named when it fails.
 """
 
 from probrank.diagnostics.arviz import (

@@ -6,7 +6,7 @@ Nothing here depends on the ArviZ line: building data and reading a group go thr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np

@@ -31,9 +31,9 @@ log-likelihoods (for PPC and LOO), go through :func:`probrank.diagnostics.from_p
 
 Everything is built by the installed ``arviz.from_dict`` (through :mod:`probrank._arviz`): the
 result is the installed line's container, ``InferenceData`` on ArviZ 0.x and
-``xarray.DataTree`` on 1.x, with the same groups. Dims are named: a layer's weight is ``(member..., output, feature)``,
-a Laplace posterior over candidates ``(candidate,)``; pass ``dims``/``coords`` to rename or
-label them.
+``xarray.DataTree`` on 1.x, with the same groups. Dims are named: a layer's weight is
+``(member..., output, feature)``, a Laplace posterior over candidates ``(candidate,)``; pass
+``dims``/``coords`` to rename or label them.
 """
 
 from __future__ import annotations

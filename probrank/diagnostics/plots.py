@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from probrank._files import save_figure
 from probrank._arviz import get_group, interval_columns
+from probrank._files import save_figure
 from probrank.diagnostics._data import flat_parameters
 from probrank.diagnostics.ppc import PPCResult
 from probrank.diagnostics.summary import summary
@@ -200,9 +200,9 @@ def save_posterior_summary(
     title: str | None = None,
     dpi: int = 100,
 ) -> Path:
-    """Write a posterior-summary PNG: a forest plot of means and credible intervals (R-hat in the labels
-    when there are several chains) and, for multi-chain draws, traces of the first four
-    parameters.
+    """Write a posterior-summary PNG: a forest plot of means and credible intervals (R-hat in
+    the labels when there are several chains) and, for multi-chain draws, traces of the first
+    four parameters.
 
     Args:
         data: ArviZ data (e.g. ``to_inference_data(fitted)``).

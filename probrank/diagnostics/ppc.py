@@ -26,8 +26,8 @@ import torch
 from torch import Tensor
 from torch.distributions import Distribution
 
-from probrank._options import parse_enum
 from probrank._arviz import get_group
+from probrank._options import parse_enum
 from probrank.exceptions import InputDataError
 
 __all__ = [

@@ -12,6 +12,7 @@ from pyro.infer import MCMC, NUTS, TraceMeanField_ELBO
 from pyro.infer.autoguide import AutoNormal
 from pyro.nn import PyroModule
 
+from probrank._arviz import ARVIZ_1, get_group, has_group, interval_column_names
 from probrank.diagnostics import (
     from_pyro,
     layer_draws,
@@ -20,7 +21,6 @@ from probrank.diagnostics import (
     summary,
     to_inference_data,
 )
-from probrank._arviz import ARVIZ_1, get_group, has_group, interval_column_names
 from probrank.exceptions import InputDataError
 from probrank.inference import fit_svi
 from probrank.inference.mcmc import NutsSamples

@@ -11,7 +11,8 @@ import pyro.distributions as dist
 import pytest
 import torch
 
-from probrank._arviz import ARVIZ_1, arviz as az, container_type, get_group, has_group
+from probrank._arviz import ARVIZ_1, container_type, get_group, has_group
+from probrank._arviz import arviz as az
 from probrank.diagnostics import eti, from_pyro, hdi, summarize, summary, to_inference_data
 from probrank.exceptions import InputDataError
 from probrank.inference.mcmc import NutsSamples
