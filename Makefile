@@ -1,19 +1,33 @@
-# Two commands on a fresh machine with Python 3.11 and pip:
-#   make demo   set up .venv and run the demo on generated data
-#   make test   set up .venv, lint, type-check and run the tests
+# Two commands on a fresh machine with Python 3.11+ and pip:
+#   make demo   set up a virtual environment and run the demo on generated data
+#   make test   lint, type-check and run the tests on two legs: the whole suite on $(PYTHON)
+#               (python3: 3.11 and ArviZ 0.23 here), then lint, the demo, the ArviZ tutorials
+#               and every test module that touches ArviZ, Pyro or BoTorch on the newest Python
+#               found (3.13 and ArviZ 1.x here; tools/find-python --newest)
+# Another Python: make demo PYTHON=python3.13 (a name on the PATH, a pyenv version, or a path).
+# Each Python gets its own environment: .venv for python3, .venv-3.N for another 3.N.
 PYTHON ?= python3
-VENV := .venv
+PY := $(shell tools/find-python $(PYTHON))
+PYVER := $(if $(PY),$(shell $(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])'))
+VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(PYVER))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= 2
+EXTRAS := test,minilm,mediqa,interactive,serve,pyterrier,ray
+TEST_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MPLBACKEND=Agg
+# the second leg: the newest Python on the machine (empty when none: an error under CI=true)
+NEWEST ?= $(shell tools/find-python --newest)
+# test modules that import ArviZ, Pyro, BoTorch or GPyTorch, or probrank's parts built on them
+STACK_TESTS = $(shell grep -lrE '^\s*(import|from) (pyro|botorch|arviz|gpytorch)\b|probrank(\.|/)(_arviz|diagnostics|inference|posteriors|acquisition|likelihoods|nn|models|interactive|demo|evaluation\.bayesian)' tests --include='test_*.py' | sort)
 
-.PHONY: demo test lint pytest bench setup clean
+.PHONY: demo test lint pytest second-leg leg-demo leg-pytest bench setup clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt -e ".[test,minilm,mediqa,interactive,serve,pyterrier,ray]"
+	@test -n "$(PY)" || { echo "make: no working $(PYTHON) found (tools/find-python $(PYTHON))"; exit 2; }
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -25,13 +39,30 @@ lint: $(STAMP)
 	$(BIN)/mypy probrank
 
 pytest: $(STAMP)
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MPLBACKEND=Agg $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
+	$(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
 
-test: lint pytest
+# the second leg, in .venv-3.N of the newest Python: lint, the demo (no warning may reach its
+# output), the tutorials that use ArviZ and the test modules of STACK_TESTS
+second-leg:
+	@if [ -z "$(NEWEST)" ]; then \
+	  if [ "$$CI" = true ]; then echo "make: no Python 3.12+ found for the second leg (tools/find-python --newest)"; exit 1; fi; \
+	  echo "make: no Python 3.12+ found: the second leg is skipped (an error under CI=true)"; exit 0; fi
+	$(MAKE) --no-print-directory PYTHON=$(NEWEST) lint leg-demo leg-pytest
+
+leg-demo: $(STAMP)
+	out=$$(mktemp -d) && $(BIN)/probrank demo -o $$out --threads 2 2> $$out.stderr; \
+	  status=$$?; cat $$out.stderr >&2; test $$status -eq 0 || exit $$status; \
+	  if grep -nE "Warning|warnings\.warn" $$out.stderr; then echo "make: the demo printed warnings"; exit 1; fi
+
+leg-pytest: $(STAMP)
+	$(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=10 \
+	  $(STACK_TESTS) tests/test_tutorials.py -k "not test_tutorial_runs_in_smoke_mode or 06_ or 07_"
+
+test: lint pytest second-leg
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt -e ".[bench]"
 	$(BIN)/python benchmarks/eval_speed.py
 
 clean:
-	rm -rf $(VENV) probrank-demo .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf .venv .venv-* probrank-demo .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -14,7 +14,8 @@ marginal draws are its own posterior's; NUTS then runs once per row instead of `
     .venv/bin/python benchmarks/sbc.py --quick          # a subset, about a minute
     .venv/bin/python benchmarks/sbc.py [--out DIR] [--rows NAME ...]
 
-Prints a table, then one JSON line; writes ``DIR/<row>.png`` rank histograms and
+Prints a table, then one JSON line; writes ``DIR/<row>.png`` rank histograms,
+``DIR/<row>_pit_ecdf.png`` (the installed ArviZ's PIT-ECDF plots of the same ranks) and
 ``DIR/sbc.json``.
 """
 
@@ -38,6 +39,7 @@ import torch
 from pyro import poutine
 from pyro.infer.autoguide import AutoNormal
 
+from probrank.diagnostics.plots import plot_sbc
 from probrank.diagnostics.sbc import SBCResult, run_sbc, sbc_from_draws
 from probrank.evaluation.bayesian import fit_comparison
 from probrank.inference import NutsSamples, fit_nuts, fit_svi
@@ -589,6 +591,7 @@ def main() -> None:
         }
         records.append(record)
         _plot(row, result, out / f"{row.name}.png")
+        plot_sbc(result, out / f"{row.name}_pit_ecdf.png", title=f"{row.model} / {row.inference}")
         print(
             f"{row.name}: {verdict} p={summary['p_value']:.3f} ({record['seconds']} s)", flush=True
         )

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import torch
 from botorch.acquisition.objective import PosteriorTransform
 from botorch.models.model import Model

@@ -110,3 +110,15 @@ def test_tutorial_runs_in_smoke_mode(path: Path, shared_data: Path, kernel_dir: 
         if output.output_type == "error"
     ]
     assert not errors
+    # issue 30: no library warning reaches the reader (FutureWarning, DeprecationWarning,
+    # MigrationWarning ...), on either ArviZ line
+    warned = [
+        line
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.outputs
+        if output.output_type == "stream" and output.name == "stderr"
+        for line in output.text.splitlines()
+        if re.search(r"\b\w*Warning\b", line)
+    ]
+    assert not warned, warned

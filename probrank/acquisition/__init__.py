@@ -9,8 +9,10 @@ For loops written with BoTorch's own acquisition functions, :func:`optimize_acqf
 ``optimize_acqf_discrete`` over the candidates without ever re-asking a pair.
 """
 
+from probrank import _linear_operator  # noqa: F401  (GPyTorch/BoTorch import quietly)
 from probrank.acquisition.discrete import (
     PairChoices,
+    PendingExpectedUtilityOfBestOption,
     open_pairs,
     optimize_acqf_challenger,
     optimize_acqf_pairs,
@@ -48,6 +50,7 @@ __all__ = [
     "OpenPairStrategy",
     "PairChoices",
     "PairStrategy",
+    "PendingExpectedUtilityOfBestOption",
     "RandomPair",
     "Strategy",
     "ThompsonPair",

@@ -43,6 +43,7 @@ from probrank.diagnostics.plots import (
     plot_posterior_comparison,
     plot_ppc,
     plot_reliability,
+    plot_sbc,
     plot_trace,
     save_posterior_summary,
 )
@@ -84,6 +85,7 @@ __all__ = [
     "plot_posterior_comparison",
     "plot_ppc",
     "plot_reliability",
+    "plot_sbc",
     "plot_trace",
     "posterior_predictive_pvalue",
     "ppc_bernoulli",

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from probrank._arviz import get_group, interval_columns
+from probrank._arviz import get_group, interval_columns, pit_ecdf_figure
 from probrank._files import save_figure
 from probrank.diagnostics._data import flat_parameters
 from probrank.diagnostics.ppc import PPCResult
+from probrank.diagnostics.sbc import SBCResult
 from probrank.diagnostics.summary import summary
 from probrank.evaluation.calibration_plots import plot_reliability
 from probrank.exceptions import InputDataError
@@ -243,3 +244,39 @@ def save_posterior_summary(
     fig.suptitle(f"{title}\n{note}" if title else note, fontsize="medium")
     fig.tight_layout()
     return save_figure(fig, path, dpi=dpi, tight=False)
+
+
+def plot_sbc(
+    result: SBCResult,
+    path: str | os.PathLike[str],
+    *,
+    title: str | None = None,
+    prob: float = 0.95,
+    seed: int = 0,
+    dpi: int = 100,
+) -> Path:
+    """Write SBC's PIT-ECDF plots (one panel per parameter) as ArviZ draws them.
+
+    The ranks become PIT values (:meth:`SBCResult.pit`); the installed ArviZ draws the
+    difference between their empirical CDF and the uniform one: on ArviZ 1.x arviz-plots'
+    ``plot_ecdf_pit`` (a simultaneous uniformity test; points outside its region are marked
+    and each panel shows the test's p-value), on 0.x ``plot_ecdf`` with the simultaneous
+    ``prob`` band. A calibrated posterior stays near zero; a U shape of the CDF difference
+    (down, then up) means a posterior too narrow, a hump too wide, a one-sided drift a bias.
+
+    Args:
+        result: An SBC result (:func:`~probrank.diagnostics.sbc.run_sbc`).
+        path: The PNG to write (atomically; its folder must exist).
+        title: Figure title.
+        prob: The simultaneous band's mass (0.x) / ``1 -`` the test's level (1.x).
+        seed: Seeds the spread of ranks over their cells.
+        dpi: Resolution.
+
+    Returns:
+        The path written.
+    """
+    pit = result.pit(seed)
+    fig = pit_ecdf_figure({name: pit[:, j] for j, name in enumerate(result.names)}, prob=prob)
+    if title:
+        fig.suptitle(title, fontsize="medium")
+    return save_figure(fig, path, dpi=dpi)

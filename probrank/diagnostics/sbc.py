@@ -168,7 +168,7 @@ def quantile_position(
 
 def _check_ranks(ranks: np.ndarray | Sequence[int], num_ranks: int) -> np.ndarray:
     array = np.asarray(ranks, dtype=np.int64).reshape(-1)
-    if num_ranks < 1 or array.size < 1 or array.min() < 0 or array.max() > num_ranks:
+    if num_ranks < 1 or array.size < 1 or np.min(array) < 0 or np.max(array) > num_ranks:
         raise InputDataError(f"ranks must lie in 0 .. {num_ranks} and be non-empty")
     return array
 
@@ -300,6 +300,16 @@ class SBCResult:
     num_ranks: int
     failures: list[tuple[int, str]] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+
+    def pit(self, seed: int = 0) -> np.ndarray:
+        """Probability-integral-transform values of the ranks: `N x P` in ``(0, 1)``.
+
+        ``(rank + u) / (L + 1)`` with ``u ~ Uniform(0, 1)`` (seeded): a discrete uniform rank
+        spread over its cell, so a calibrated posterior gives exactly uniform values, the input
+        of ArviZ's PIT-ECDF plots (:func:`~probrank.diagnostics.plot_sbc`).
+        """
+        jitter = np.random.default_rng(seed).uniform(size=self.ranks.shape)
+        return (self.ranks + jitter) / (self.num_ranks + 1)
 
     def parameters(self, bins: int | None = None) -> list[ParameterCalibration]:
         """Per-parameter chi-square test, coverage and dispersion."""

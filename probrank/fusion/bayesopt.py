@@ -119,6 +119,9 @@ def bayes_search(
     Raises:
         InputDataError: ``dim`` or ``budget`` not a positive integer.
     """
+    from probrank import _linear_operator  # noqa: F401  (first: BoTorch imports quietly)
+
+    # isort: split
     from botorch.acquisition import AcquisitionFunction
     from botorch.acquisition.logei import qLogNoisyExpectedImprovement
     from botorch.exceptions.warnings import InputDataWarning, OptimizationWarning

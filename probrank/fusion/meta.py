@@ -264,7 +264,7 @@ def fit_score_mixtures(
         if s.size == 0 or not np.isfinite(s).all():
             raise InputDataError(f"score list {i} is empty or holds a non-finite value")
         if np.unique(s).size < MIN_DISTINCT_SCORES:
-            low, high = float(s.min()), float(s.max())
+            low, high = float(np.min(s)), float(np.max(s))
             post = np.ones_like(s) if high == low else (s - low) / (high - low)
             results[i] = ScoreMixture(
                 weight=float(post.mean()),
@@ -299,7 +299,7 @@ def _fit_batch(
     shift = np.empty(batch)
     scale = np.empty(batch)
     for b, s in enumerate(arrays):
-        shift[b] = s.min()
+        shift[b] = np.min(s)
         scale[b] = (s - shift[b]).std()
         x[b, : s.size] = (s - shift[b]) / scale[b]
         mask[b, : s.size] = True

@@ -224,3 +224,35 @@ def test_bad_inputs_raise_input_data_error():
     simulate, fit = _conjugate()
     with pytest.raises(InputDataError, match="num_simulations"):
         run_sbc(simulate, fit, num_simulations=0, num_ranks=9)
+
+
+def test_pit_of_calibrated_ranks_is_uniform_and_of_narrow_ones_is_not():
+    calibrated = run_sbc(*_conjugate(), num_simulations=600, num_ranks=19, seed=4)
+    narrow = run_sbc(*_conjugate(width=0.5), num_simulations=600, num_ranks=19, seed=4)
+    pit = calibrated.pit(seed=0)
+    assert pit.shape == (600, 1) and (pit > 0).all() and (pit < 1).all()
+    # the rank is the PIT's cell: floor(pit * (L + 1)) gives it back
+    np.testing.assert_array_equal(np.floor(pit * 20).astype(int), calibrated.ranks)
+    assert stats.kstest(pit[:, 0], "uniform").pvalue > 0.01
+    assert stats.kstest(narrow.pit(seed=0)[:, 0], "uniform").pvalue < 1e-4
+    np.testing.assert_array_equal(calibrated.pit(seed=3), calibrated.pit(seed=3))
+
+
+def test_plot_sbc_draws_arviz_pit_ecdf_panels(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import image
+
+    from probrank._arviz import pit_ecdf_figure
+    from probrank.diagnostics import plot_sbc
+
+    result = run_sbc(*_conjugate(), num_simulations=100, num_ranks=9, seed=5)
+    result.names = ["mu"]
+    path = plot_sbc(result, tmp_path / "sbc.png", title="conjugate normal")
+    assert path.exists() and image.imread(path).shape[0] > 100
+    pit = result.pit()
+    figure = pit_ecdf_figure({"a": pit[:, 0], "b": pit[:, 0]})
+    assert len([ax for ax in figure.axes if ax.has_data()]) == 2  # one panel a parameter
+    with pytest.raises(InputDataError):
+        pit_ecdf_figure({})

@@ -67,7 +67,8 @@ class LogitNormalBinomial(dist.TorchDistribution):
         # peak, which is narrower than the random effect for lists of 100)
         x = np.linspace(-_HALF_WIDTH, _HALF_WIDTH, nodes)
         log_w = -0.5 * x**2
-        log_w -= np.logaddexp.reduce(log_w)
+        # numpy 2.5's stubs (Python 3.12+) reject reduce of an ndarray; the call is fine
+        log_w -= np.logaddexp.reduce(log_w)  # type: ignore[call-overload,unused-ignore]
         self._offsets = torch.as_tensor(x * self.scale, dtype=logits.dtype)
         self._log_weights = torch.as_tensor(log_w, dtype=logits.dtype)
         super().__init__(logits.shape, validate_args=validate_args)
@@ -179,6 +180,11 @@ class LatentConcentration:
     def with_concentration(self, concentration: Tensor) -> Likelihood:
         """The likelihood for concentrations `M x 1` (broadcast against logits `... x M x n`)."""
         return beta_binomial_proportion(self.total_count, concentration)
+
+    def mean_proportion(self, logits: Tensor) -> Tensor:
+        """The expected share ``sigmoid(logits)`` (a beta-binomial's mean over ``n``, whatever
+        the concentration)."""
+        return torch.sigmoid(logits)
 
     def __call__(self, logits: Tensor) -> dist.TorchDistribution:
         """The likelihood at the prior median (before fitting)."""
