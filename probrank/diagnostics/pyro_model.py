@@ -32,6 +32,12 @@ from probrank.inference.predictive import draws_layout
 __all__ = ["from_pyro", "guide_draws", "replay"]
 
 
+def _is_plate(site: Mapping[str, Any]) -> bool:
+    """Whether a trace site is a ``pyro.plate``'s index (a ``sample`` site of Pyro's internal
+    ``_Subsample`` distribution: the plate's int64 indices, not a variable of the model)."""
+    return type(site["fn"]).__name__ == "_Subsample"
+
+
 def replay(
     model: Callable[..., Any],
     draws: Mapping[str, Tensor],
@@ -69,7 +75,7 @@ def replay(
         point = {name: value[s] for name, value in draws.items()}
         trace = poutine.trace(poutine.condition(model, data=point)).get_trace(*args, **kwargs)
         for name, site in trace.nodes.items():
-            if site["type"] != "sample" or name in point:
+            if site["type"] != "sample" or name in point or _is_plate(site):
                 continue
             value: Tensor = site["value"].detach()  # type: ignore[union-attr]
             if (site["infer"] or {}).get("_deterministic"):

@@ -50,7 +50,9 @@ diagonal (pass ``full_mass=True`` to force dense).
 class NutsSamples(dict[str, Tensor]):
     """``{site: chains x draws x *site_shape}`` draws plus the sampler's diagnostics.
 
-    A ``dict`` subclass, so code that expects the plain samples keeps working.
+    A ``dict`` subclass, so code that expects the plain samples keeps working. Like
+    :class:`pyro.infer.MCMC`, :meth:`get_samples` gives the flat draws (chain-major) for
+    ``pyro.infer.Predictive`` and ``group_by_chain=True`` the chains.
 
     Args:
         samples: The draws by site.
@@ -69,6 +71,21 @@ class NutsSamples(dict[str, Tensor]):
     def num_divergences(self) -> int:
         """Divergent transitions over all chains (after warm-up)."""
         return int(self.diverging.sum())
+
+    def get_samples(self, group_by_chain: bool = False) -> dict[str, Tensor]:
+        """The draws as :meth:`pyro.infer.MCMC.get_samples` returns them.
+
+        Args:
+            group_by_chain: Keep the chain dimension (`chains x draws x *site_shape`).
+
+        Returns:
+            ``{site: (chains * draws) x *site_shape}`` (chain-major) by default, the layout
+            ``pyro.infer.Predictive(model, posterior_samples=...)`` takes; the dict itself holds
+            `chains x draws x *site_shape`.
+        """
+        if group_by_chain:
+            return {site: value for site, value in self.items()}
+        return {site: value.reshape(-1, *value.shape[2:]) for site, value in self.items()}
 
     @property
     def sample_stats(self) -> dict[str, Tensor]:

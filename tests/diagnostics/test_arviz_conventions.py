@@ -116,3 +116,19 @@ def test_from_pyro_keeps_the_predicted_site_of_new_inputs() -> None:
     assert get_group(flat, "posterior_predictive")["y"].shape == (1, 100, 3)
     with pytest.raises(InputDataError, match="'w'"):
         from_pyro(_regression, x_new, None, posterior_samples={"w": w.reshape(100, 2, 1)})
+
+
+def test_plate_indices_are_not_predictive_variables() -> None:
+    # Regression (issue 31): the plate's index (int64 "items") sat in posterior_predictive, so
+    # az.summary(group="posterior_predictive") listed NaN R-hat rows with a RuntimeWarning
+    def model(y: torch.Tensor | None = None, n: int = 4) -> None:
+        mu = pyro.sample("mu", dist.Normal(0.0, 1.0))
+        with pyro.plate("items", n):
+            pyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+    draws = {"mu": torch.randn(2, 100, generator=torch.Generator().manual_seed(0))}
+    data = from_pyro(model, torch.zeros(4), posterior_samples=draws, seed=0)
+    assert list(get_group(data, "posterior_predictive").data_vars) == ["y"]
+    assert list(get_group(data, "log_likelihood").data_vars) == ["y"]
+    table = summary(data, group="posterior_predictive", round_to="none")
+    assert len(table) == 4 and table["r_hat"].notna().all()

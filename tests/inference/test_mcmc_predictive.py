@@ -169,3 +169,24 @@ def test_default_mass_matrix_is_dense_for_small_models(monkeypatch: pytest.Monke
     fit_nuts(large, num_samples=4, warmup_steps=2, num_chains=1)
     fit_nuts(small, num_samples=4, warmup_steps=2, num_chains=1, full_mass=False)
     assert seen == [True, False, False]
+
+
+def test_nuts_samples_give_pyro_predictive_flat_draws_like_mcmc() -> None:
+    # Regression (issue 31): fit_nuts' chains x draws broke pyro.infer.Predictive ("t() expects
+    # a tensor with <= 2 dimensions"); get_samples() is MCMC.get_samples(): flat by default
+    model = _Layered()
+    weight, bias = torch.randn(2, 30, 1, 3), torch.randn(2, 30, 1)
+    samples = NutsSamples(
+        {"output.weight": weight, "output.bias": bias},
+        torch.zeros(2, 30, dtype=torch.bool),
+        torch.ones(2),
+    )
+    flat = samples.get_samples()
+    assert flat["output.weight"].shape == (60, 1, 3)
+    torch.testing.assert_close(flat["output.weight"][30:], weight[1], rtol=0, atol=0)
+    grouped = samples.get_samples(group_by_chain=True)
+    assert grouped["output.bias"].shape == (2, 30, 1)
+    x = torch.randn(4, 3)
+    pyro.set_rng_seed(0)
+    predicted = pyro.infer.Predictive(model, posterior_samples=flat, return_sites=["y"])(x)
+    assert predicted["y"].shape == (60, 4)
