@@ -127,4 +127,10 @@ def test_the_makefile_installs_the_extras_the_tests_and_demo_need() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     installed = re.search(r'-e "\.\[([^\]]*)\]"', makefile)
     assert installed is not None
-    assert {"test", "minilm", "mediqa", "interactive"} <= set(installed.group(1).split(","))
+    extras = installed.group(1)
+    variable = re.fullmatch(r"\$\((\w+)\)", extras)
+    if variable:  # -e ".[$(EXTRAS)]" with EXTRAS := test,minilm,...
+        defined = re.search(rf"^{variable.group(1)} :?= (.*)$", makefile, flags=re.M)
+        assert defined is not None
+        extras = defined.group(1).strip()
+    assert {"test", "minilm", "mediqa", "interactive"} <= set(extras.split(","))
