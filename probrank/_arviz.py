@@ -430,14 +430,14 @@ def pit_ecdf_figure(pit: Mapping[str, np.ndarray], *, prob: float = 0.95) -> Fig
     Each panel is the empirical CDF of probability-integral-transform values minus the
     uniform CDF (Säilynoja, Bürkner and Vehtari 2022), the plot ArviZ users know from SBC and
     LOO-PIT checks. ArviZ 1.x: arviz-plots' ``plot_ecdf_pit`` with its default simultaneous
-    uniformity test (``method="pot_c"``: points outside the simultaneous ``1 - prob`` region
+    uniformity test (``method="pot_c"`` at level ``1 - prob``: points outside its region
     are marked and the panel shows the test's p-value; its ``"envelope"`` method fails in
     arviz-plots 1.3.2). ArviZ 0.x: ``plot_ecdf(..., difference=True, confidence_bands=True)``
     against the uniform CDF, with the simultaneous ``prob`` band.
 
     Args:
         pit: ``{name: N values in [0, 1]}`` (SBC: normalised ranks).
-        prob: The simultaneous band's mass (0.x) / ``1 -`` the test's level (1.x).
+        prob: The simultaneous band's mass (0.x) / ``1 -`` the test's level α (1.x).
 
     Returns:
         The matplotlib figure (the caller saves and closes it).
@@ -448,8 +448,16 @@ def pit_ecdf_figure(pit: Mapping[str, np.ndarray], *, prob: float = 0.95) -> Fig
     values = {name: np.asarray(v, np.float64).reshape(1, -1) for name, v in pit.items()}
     if ARVIZ_1:
         tree = arviz.from_dict({"prior_sbc": values})
-        collection = arviz.plot_ecdf_pit(tree, backend="matplotlib", envelope_prob=1 - prob)
-        return collection.viz["figure"].item()
+        collection = arviz.plot_ecdf_pit(tree, backend="matplotlib", envelope_prob=prob)
+        figure = collection.viz["figure"].item()
+        for ax in figure.axes:  # arviz-plots 1.3 can clip a curve: rescale, keep the p-value in
+            ax.relim()
+            ax.autoscale(axis="y")
+            top = ax.get_ylim()[1]
+            for text in ax.texts:
+                text.set_y(top)
+                text.set_verticalalignment("top")
+        return figure
     import matplotlib.pyplot as plt
     from scipy import stats
 

@@ -261,14 +261,15 @@ def plot_sbc(
     difference between their empirical CDF and the uniform one: on ArviZ 1.x arviz-plots'
     ``plot_ecdf_pit`` (a simultaneous uniformity test; points outside its region are marked
     and each panel shows the test's p-value), on 0.x ``plot_ecdf`` with the simultaneous
-    ``prob`` band. A calibrated posterior stays near zero; a U shape of the CDF difference
-    (down, then up) means a posterior too narrow, a hump too wide, a one-sided drift a bias.
+    ``prob`` band. A calibrated posterior stays near zero. A posterior too narrow puts the
+    truth at the ends of its draws: the difference rises above zero near 0 and falls below it
+    near 1; too wide, the reverse (below, then above); a bias, one hump on one side.
 
     Args:
         result: An SBC result (:func:`~probrank.diagnostics.sbc.run_sbc`).
         path: The PNG to write (atomically; its folder must exist).
         title: Figure title.
-        prob: The simultaneous band's mass (0.x) / ``1 -`` the test's level (1.x).
+        prob: The simultaneous band's mass (0.x) / ``1 -`` the test's level α (1.x).
         seed: Seeds the spread of ranks over their cells.
         dpi: Resolution.
 
@@ -278,5 +279,5 @@ def plot_sbc(
     pit = result.pit(seed)
     fig = pit_ecdf_figure({name: pit[:, j] for j, name in enumerate(result.names)}, prob=prob)
     if title:
-        fig.suptitle(title, fontsize="medium")
+        fig.suptitle(title, fontsize="medium", y=1.06)
     return save_figure(fig, path, dpi=dpi)
