@@ -224,3 +224,16 @@ def test_a_point_posterior_has_its_exact_loo_on_both_lines() -> None:
     assert (
         mixed.pareto_k[0] == pytest.approx(alone.pareto_k[0]) and np.isinf(mixed.pareto_k[1:]).all()
     )
+
+
+def test_loo_is_the_installed_arviz_loo() -> None:
+    # the installed line's own numbers, under its own field names (0.x elpd_loo/p_loo, 1.x
+    # elpd/p), in probrank's LooResult
+    fit = _binomial_fit(_counts(False, 30, seed=6), 1000)
+    ours = loo(fit)
+    theirs = az.loo(fit, pointwise=True)
+    elpd, p = (theirs.elpd, theirs.p) if ARVIZ_1 else (theirs["elpd_loo"], theirs["p_loo"])
+    assert ours.elpd_loo == pytest.approx(float(elpd), rel=1e-12)
+    assert ours.p_loo == pytest.approx(float(p), rel=1e-12)
+    assert ours.se == pytest.approx(float(theirs.se), rel=1e-12)
+    np.testing.assert_allclose(ours.pareto_k, np.asarray(theirs.pareto_k).ravel(), rtol=1e-12)
