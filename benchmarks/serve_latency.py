@@ -215,7 +215,7 @@ def _serve_in_thread(service: JudgingService) -> tuple[Any, threading.Thread, st
 
     sock = bind("127.0.0.1", 0)
     config = uvicorn.Config(
-        create_app(service), log_level="warning", access_log=False, lifespan="off"
+        create_app(service), log_config=None, log_level="warning", access_log=False, lifespan="off"
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -34,16 +34,60 @@ from typing import Any
 from probrank.exceptions import InputDataError
 
 __all__ = [
+    "PluginError",
     "PluginField",
     "PluginKind",
     "PluginSpec",
     "import_callable",
     "is_plugin",
+    "locate_plugin",
     "resolve",
     "resolve_config_plugins",
 ]
 
 _TARGET = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
+
+
+class PluginError(InputDataError):
+    """A plug-in callable failed while a model used it (a likelihood that is NaN on the real
+    data, say). ``target`` is its ``"module:callable"``: a command that read it from a config
+    file adds the file and line of the key that names it.
+
+    Args:
+        message: What is wrong, in one line.
+        target: The callable's ``"module.path:callable"``.
+        path: The config file, if known.
+        line: The line of the key in ``path``, if known.
+    """
+
+    def __init__(
+        self, message: str, *, target: str, path: object | None = None, line: int | None = None
+    ) -> None:
+        super().__init__(message, path=path, line=line)
+        self.target = target
+
+
+def locate_plugin(
+    document: Mapping[str, Any], target: str, text: str | None
+) -> tuple[tuple[str, ...], int | None] | None:
+    """The key of a config that names ``target`` (``("quantifier", "likelihood")``) and its
+    line in ``text``, or None."""
+    from probrank._config import locate_key
+
+    def walk(table: Mapping[str, Any], key: tuple[str, ...]) -> tuple[str, ...] | None:
+        for name, value in table.items():
+            if value == target:
+                return (*key, name)
+            if isinstance(value, Mapping):
+                found = walk(value, (*key, name))
+                if found is not None:
+                    return found
+        return None
+
+    where = walk(document, ())
+    if where is None:
+        return None
+    return where, (locate_key(text, where) if text is not None else None)
 
 
 class PluginKind(str, Enum):
@@ -207,10 +251,13 @@ def _probe_likelihood(spec: PluginSpec) -> None:
 
     total = 10
     likelihood = _call(spec, total)
-    if not callable(likelihood):
+    if isinstance(likelihood, Distribution) or not callable(likelihood):
+        # a pyro distribution is callable (it samples): called with logits it would fail
+        # with "torch.Size() takes an iterable of 'int'"
+        hint = ": wrap it, `return lambda logits: ...`" if callable(likelihood) else ""
         raise InputDataError(
-            f"{spec.target!r}(total_count, ...) must return a callable of logits, got "
-            f"{type(likelihood).__name__}"
+            f"{spec.target!r}(total_count, ...) must return a callable of logits (logits -> "
+            f"distribution), got a {type(likelihood).__name__}{hint}"
         )
     logits = torch.linspace(-2.0, 2.0, 6).reshape(2, 3)
     try:
@@ -242,6 +289,17 @@ def _probe_likelihood(spec: PluginSpec) -> None:
         raise InputDataError(
             f"{spec.target!r}: log_prob of counts in [0, {total}] must be finite with shape "
             f"(2, 3), got {tuple(values.shape)}"
+        )
+    from probrank.likelihoods.proportion import mean_proportion
+
+    try:
+        mean = mean_proportion(likelihood, logits, total)
+    except InputDataError as exc:
+        raise InputDataError(f"{spec.target!r}: {exc.reason}") from None
+    if bool(((mean < 0) | (mean > 1)).any()):
+        raise InputDataError(
+            f"{spec.target!r}: its mean proportion must lie in [0, 1], got "
+            f"{[round(float(v), 4) for v in mean.reshape(-1)]} for logits -2 .. 2"
         )
 
 

@@ -5,10 +5,12 @@ registries and enums they name."""
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -153,3 +155,68 @@ def test_every_command_has_its_arguments_only_when_chosen() -> None:
     assert set(sub.choices) == set(COMMANDS)
     assert any("--measures" in a.option_strings for a in sub.choices["eval"]._actions)
     assert not any("--method" in a.option_strings for a in sub.choices["fuse"]._actions)
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found.update(action.choices)
+    return found
+
+
+def _walk(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """A parser and every sub-parser below it (``annotators add``, ...)."""
+    out = [parser]
+    for child in _subparsers(parser).values():
+        out.extend(_walk(child))
+    return out
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_command_has_a_description_and_help_on_every_option(command: str) -> None:
+    """Issue 31: ``probrank <cmd> --help`` describes the command and every option, shows no
+    literal ``%%`` and lists the choices of an option that has them."""
+    top = cli._parser(command)
+    chosen = _subparsers(top)[command]
+    for parser in _walk(chosen):
+        assert parser.description and parser.description.strip(), parser.prog
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                assert all(a.help for a in action._choices_actions), parser.prog
+                continue
+            name = "/".join(action.option_strings) or action.dest
+            assert action.help and action.help is not argparse.SUPPRESS, f"{parser.prog} {name}"
+        text = parser.format_help()
+        assert "%%" not in text, parser.prog
+        assert "(PosteriorKind" not in text and "(Strategy" not in text, parser.prog
+
+
+def test_serve_help_shows_the_choices_of_posterior_and_strategy() -> None:
+    from probrank.acquisition.select import Strategy
+    from probrank.models.interactive.settings import PosteriorKind
+
+    text = " ".join(_subparsers(cli._parser("serve"))["serve"].format_help().split())
+    assert "--posterior {" + ",".join(m.value for m in PosteriorKind) + "}" in text
+    assert "--strategy {" + ",".join(m.value for m in Strategy) + "}" in text
+
+
+def test_eval_m_takes_one_measure_before_the_files_as_trec_eval(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels = tmp_path / "qrels"
+    qrels.write_text("1 0 d1 1\n1 0 d2 0\n1 0 d3 1\n", encoding="utf-8")
+    run = tmp_path / "a.run"
+    run.write_text("1 Q0 d1 1 3.0 a\n1 Q0 d2 2 2.0 a\n1 Q0 d3 3 1.0 a\n", encoding="utf-8")
+    assert main(["eval", "-m", "map", "-m", "ndcg_cut.10", str(qrels), str(run)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[0].strip() for line in lines[1:]] == ["map", "ndcg_cut_10"]
+    # after the files, -m may still take several (the older habit)
+    assert main(["eval", str(qrels), str(run), "-m", "map", "P@1", "--json"]) == 0
+    assert set(json.loads(capsys.readouterr().out)["a.run"]) == {"map", "P@1"}
+    # files in between: the last -m's extra values are the runs
+    assert main(["eval", "-m", "map", str(qrels), "-m", "P@1", str(run)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3
+    assert main(["eval", "-m", "map"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("probrank: error: eval: the following arguments are required: qrels")

@@ -127,3 +127,70 @@ def test_trained_fusion_methods_are_cli_choices(capsys: pytest.CaptureFixture[st
     ]
     assert main(["fuse", "q", "r", "-o", "o", "--method", "wsum", "--optimise", "random"]) == 2
     assert "--optimise: invalid choice" in capsys.readouterr().err
+
+
+ZERO_INFLATED = """
+import pyro.distributions as dist
+import torch
+
+
+def zero_inflated(total_count, gate=0.3):
+    def likelihood(logits):
+        count = torch.full_like(logits, float(total_count))
+        return dist.ZeroInflatedDistribution(
+            dist.Binomial(total_count=count, logits=logits), gate=torch.full_like(logits, gate)
+        )
+
+    return likelihood
+"""
+
+
+def test_fuse_qlfusion_names_a_settings_file_a_prior_and_a_likelihood(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31: ``probrank fuse --method qlfusion`` takes ``--settings``, ``--prior`` and
+    ``--likelihood`` (your own ``module:callable`` too), checked before any run is read."""
+    import json
+    import sys
+
+    qrels, paths = _generated(tmp_path)
+    name = f"zilik_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(ZERO_INFLATED, encoding="utf-8")
+    settings = tmp_path / "small.toml"
+    settings.write_text(
+        "[quantifier]\nbatch_sizes = [4]\nmax_epochs = 3\npatience = 2\nposterior_samples = 5\n"
+        f'likelihood = "{name}:zero_inflated"\nlikelihood_args = {{ gate = 0.1 }}\n',
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    base = ["fuse", str(qrels), *map(str, paths), "--method", "qlfusion", "--folds", "3", "--json"]
+    try:
+        outputs = {}
+        for gate in ("0.1", "0.6"):
+            out = tmp_path / f"fused{gate}.txt"
+            args = [*base, "-o", str(out), "--settings", str(settings)]
+            args += ["--likelihood", f"{name}:zero_inflated", "--likelihood-arg", f"gate={gate}"]
+            assert main([*args, "--prior", "normal", "--prior-arg", "scale=1.0"]) == 0
+            assert set(json.loads(capsys.readouterr().out)["fused"]) >= {"AP", "P@5"}
+            outputs[gate] = Run.read(out).as_dict()
+        qid = next(iter(outputs["0.1"]))
+        doc = next(iter(outputs["0.1"][qid]))
+        assert outputs["0.1"][qid][doc] != pytest.approx(outputs["0.6"][qid][doc], rel=1e-3)
+        # mistakes: one line, before any work
+        bad = tmp_path / "bad.toml"
+        bad.write_text("[quantifier]\nmax_epochs = 3\nbogus = 1\n", encoding="utf-8")
+        cases = [
+            (["--settings", str(bad)], f"{bad}:3: quantifier.bogus"),
+            (["--likelihood", f"{name}:nope"], f"--likelihood: '{name}:nope': module"),
+            (["--likelihood", "binomial", "--likelihood-arg", "gate"], "must be KEY=VALUE"),
+        ]
+        for extra, message in cases:
+            assert main([*base, "-o", str(tmp_path / "x.txt"), *extra]) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and message in err, err
+        combsum = ["fuse", str(qrels), str(paths[0]), "-o", str(tmp_path / "y.txt")]
+        assert main([*combsum, "--prior", "normal"]) == 2
+        assert "--prior: only with --method qlfusion" in capsys.readouterr().err
+        assert not (tmp_path / "x.txt").exists() and not (tmp_path / "y.txt").exists()
+    finally:
+        sys.modules.pop(name, None)

@@ -93,7 +93,7 @@ def test_a_prior_is_a_scalar_distribution(folder: Path) -> None:
         ("{m}:vector_prior", None, PluginKind.PRIOR, "one scalar weight"),
         ("{m}:wrong_shape", None, PluginKind.PROPORTION_LIKELIHOOD, "expected (2, 3)"),
         ("{m}:not_a_factory", None, PluginKind.PROPORTION_LIKELIHOOD, "callable of logits"),
-        ("{m}:laplace", None, PluginKind.PROPORTION_LIKELIHOOD, "its likelihood failed"),
+        ("{m}:laplace", None, PluginKind.PROPORTION_LIKELIHOOD, "got a Laplace: wrap it"),
     ],
 )
 def test_bad_callables_are_one_line_errors(

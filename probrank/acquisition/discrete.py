@@ -18,6 +18,15 @@ since one judgement rarely settles it). Two helpers cover the two ways a loop as
 Both return candidate indices (rows of ``datapoints``) and the acquisition value, and raise
 :class:`~probrank.acquisition.pairs.ExhaustedPairsError` when nothing is left to ask.
 
+BoTorch's own ``optimize_acqf_discrete(acqf, q=2, choices)`` picks the `q` points one at a
+time, each with the ones already picked as ``X_pending``; BoTorch's analytic
+``AnalyticExpectedUtilityOfBestOption`` has no ``X_pending`` (an ``AttributeError``) and scores
+pairs only. :class:`PendingExpectedUtilityOfBestOption` is the same EUBO with pending points:
+one point alone scores its expected utility (the best option among one), a point with one
+pending point scores the pair. So ``optimize_acqf_discrete(PendingExpectedUtilityOfBestOption(
+model), q=2, choices=model.datapoints)`` returns the candidate of highest expected utility and
+its best challenger: the greedy pair of EUBO (BoTorch's "previous winner" recipe).
+
 Example::
 
     asked = set()
@@ -35,6 +44,9 @@ from collections.abc import Iterable
 
 import torch
 from botorch.acquisition import AcquisitionFunction
+from botorch.acquisition.preference import AnalyticExpectedUtilityOfBestOption
+from botorch.exceptions.errors import UnsupportedError
+from botorch.models.model import Model
 from botorch.optim import optimize_acqf_discrete
 from torch import Tensor
 
@@ -42,7 +54,52 @@ from probrank.acquisition.pairs import ExhaustedPairsError, normalize_asked
 from probrank.exceptions import InputDataError
 from probrank.posteriors.indices import candidate_index
 
-__all__ = ["PairChoices", "open_pairs", "optimize_acqf_challenger", "optimize_acqf_pairs"]
+__all__ = [
+    "PairChoices",
+    "PendingExpectedUtilityOfBestOption",
+    "open_pairs",
+    "optimize_acqf_challenger",
+    "optimize_acqf_pairs",
+]
+
+
+class PendingExpectedUtilityOfBestOption(AnalyticExpectedUtilityOfBestOption):
+    """BoTorch's analytic EUBO, ``E[max(f_a, f_b)]``, that also takes pending points, so that
+    ``optimize_acqf_discrete(..., q=2)`` (which picks points one at a time, the earlier ones
+    pending) works on it (see the module docstring).
+
+    ``X`` `batch_shape x q x d` with the pending points `p x d` appended must make one or two
+    options: a pair (``q = 2``, or ``q = 1`` with one pending point: the pair), or one point
+    alone (its posterior mean, the expected utility of the best option among one).
+
+    Args:
+        pref_model: The preference model (``model.datapoints`` gives dtype and device).
+        X_pending: `p x d` pending points (at most one is used with ``q = 1``).
+    """
+
+    def __init__(self, pref_model: Model, X_pending: Tensor | None = None) -> None:
+        super().__init__(pref_model=pref_model)
+        self.set_X_pending(X_pending)
+
+    def set_X_pending(self, X_pending: Tensor | None = None) -> None:
+        """Points already chosen (`p x d`; None: none)."""
+        self.X_pending = None if X_pending is None else X_pending.detach().clone()  # type: ignore[assignment]
+
+    def forward(self, X: Tensor) -> Tensor:
+        """`batch_shape x q x d` -> `batch_shape` values (see the class docstring)."""
+        pending = 0 if self.X_pending is None else self.X_pending.shape[-2]
+        q = X.shape[-2]
+        if q == 2 and pending == 0:
+            return super().forward(X)
+        if q == 1 and pending == 1 and self.X_pending is not None:
+            other = self.X_pending.to(X).expand(*X.shape[:-2], 1, X.shape[-1])
+            return super().forward(torch.cat([X, other], dim=-2))
+        if q == 1 and pending == 0:
+            return self.model.posterior(X).mean[..., 0, 0]  # type: ignore[attr-defined]
+        raise UnsupportedError(
+            f"{type(self).__name__} scores one option or a pair; got q={q} with {pending} "
+            "pending point(s) (optimize_acqf_discrete: q <= 2)"
+        )
 
 
 def open_pairs(n: int, asked: Iterable[tuple[int, int]] = ()) -> Tensor:

@@ -73,7 +73,10 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     add_global_options(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, help_line in COMMANDS.items():
-        child = sub.add_parser(name, help=help_line)
+        # the one-line help is the description until the command's module gives a longer one
+        child = sub.add_parser(
+            name, help=help_line, description=help_line[:1].upper() + help_line[1:] + "."
+        )
         if name == command:
             command_module(name).add_arguments(child)
         add_global_options(child, top_level=False)

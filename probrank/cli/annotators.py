@@ -23,9 +23,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "refused at once."
     )
     actions = parser.add_subparsers(dest="action", required=True)
-    add = actions.add_parser("add", help="register NAME and print their judging link")
-    revoke = actions.add_parser("revoke", help="end every link of NAME (answers stay)")
-    listing = actions.add_parser("list", help="the annotators, their links' state and answers")
+    texts = {
+        "add": "register NAME and print their judging link",
+        "revoke": "end every link of NAME (answers stay)",
+        "list": "the annotators, their links' state and answers",
+    }
+    add, revoke, listing = (
+        actions.add_parser(name, help=text, description=text[:1].upper() + text[1:] + ".")
+        for name, text in texts.items()
+    )
     for action in (add, revoke):
         action.add_argument("name", metavar="NAME", help="the annotator's name")
     for action in (add, revoke, listing):
@@ -34,8 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         )
     add.add_argument(
         "--url",
-        default=_DEFAULT_URL,
-        help=f"the server's address as annotators reach it (default {_DEFAULT_URL})",
+        default=None,
+        help="the server's address as annotators reach it (default: the address the "
+        f"server of this database announced when it started, else {_DEFAULT_URL})",
     )
 
 
@@ -46,7 +53,8 @@ def run(args: argparse.Namespace) -> None:
     with AnnotatorRegistry(args.db) as registry:
         if args.action == "add":
             name, token = registry.add(args.name)
-            base = args.url.rstrip("/")
+            url = args.url if args.url is not None else registry.announced_url()
+            base = (url or _DEFAULT_URL).rstrip("/")
             print(f"{name}: {base}/?token={token}")
             print("probrank annotators: the link is shown once (only its hash is stored)")
         elif args.action == "revoke":

@@ -18,6 +18,10 @@ def add_arguments(demo: argparse.ArgumentParser) -> None:
     from probrank.demo.context import DemoSection
 
     sections = enum_values(DemoSection)
+    demo.description = (
+        "Run the reference models on generated data (no downloads) and write a report: "
+        "tables, figures and JSON in the report folder; --quick for the smallest sizes."
+    )
     demo.add_argument("-o", "--output", default="probrank-demo", help="report folder")
     demo.add_argument("--seed", type=seed, default=0, help="seed of the data and the models")
     demo.add_argument("--quick", action="store_true", help="smallest sizes (for tests)")

@@ -78,7 +78,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model", default=None, help="local model folder (default: the packaged MiniLM)"
     )
-    parser.add_argument("--pooling", choices=[p.value for p in Pooling], default=Pooling.MEAN.value)
+    parser.add_argument(
+        "--pooling",
+        choices=[p.value for p in Pooling],
+        default=Pooling.MEAN.value,
+        help=f"how token states become one vector (default {Pooling.MEAN.value}, as "
+        "all-MiniLM-L6-v2 was trained)",
+    )
     parser.add_argument(
         "--max-length",
         type=bounded(MAX_LENGTH),

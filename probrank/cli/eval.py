@@ -42,14 +42,15 @@ def run(args: argparse.Namespace) -> None:
     from probrank.data.trec import Run
     from probrank.evaluation.measures import DEFAULT_MEASURES, Evaluator
 
+    _files(args)
     _check_bayesian_options(args)
     measures = args.measures if args.measures is not None else list(DEFAULT_MEASURES)
     options = {"relevance_level": args.level, "all_queries": args.complete, "depth": args.depth}
     # measure names, -l and -M are validated before the qrels are read
     evaluator = Evaluator(args.qrels, measures, **options)
     bayesian = _bayesian_measure_names(args, evaluator) if args.bayesian else []
-    runs = [Run.read(path) for path in args.runs]
     if args.compare:
+        runs = [Run.read(path) for path in args.runs]
         from probrank.evaluation.significance import compare
 
         table = compare(
@@ -72,13 +73,13 @@ def run(args: argparse.Namespace) -> None:
     # trec_eval prints num_q and gm_map in the summary only
     per_topic = [m.name for m in evaluator.measures if m.family not in ("NumQ", "GMAP")]
     output: dict[str, dict[str, object]] = {}
-    for run_ in runs:
-        values = evaluator.per_query(run_)
-        totals = evaluator.aggregate(values)
+    # every run read (several files at a time) and evaluated together
+    for result in evaluator.evaluate_many(args.runs):
+        values, totals = result.per_query, result.totals
         if args.json:
-            output[run_.name] = {**values, "all": totals} if args.per_query else dict(totals)
+            output[result.name] = {**values, "all": totals} if args.per_query else dict(totals)
             continue
-        lines = [f"{'runid':<22}\tall\t{run_.tag}"]
+        lines = [f"{'runid':<22}\tall\t{result.tag}"]
         if args.per_query:
             for qid, row in values.items():
                 lines.extend(_line(name, qid, row[name], name in counts) for name in per_topic)
@@ -86,6 +87,54 @@ def run(args: argparse.Namespace) -> None:
         print("\n".join(lines))
     if args.json:
         print(strict_json(output))
+
+
+class _MeasureAction(argparse.Action):
+    """``-m``: the measures, and where each ``-m``'s values start (for :func:`_files`)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        measures = list(getattr(namespace, self.dest, None) or [])
+        groups = list(getattr(namespace, "measure_groups", None) or [])
+        groups.append(len(measures))
+        setattr(namespace, self.dest, measures + list(values))
+        namespace.measure_groups = groups
+
+
+def _files(args: argparse.Namespace) -> None:
+    """The qrels and run files, taken from the last ``-m``'s values where argparse put them.
+
+    ``-m`` takes one measure when files follow it, as trec_eval's does (``-m map -m P.10 qrels
+    run``: argparse gives ``P.10 qrels run`` to the last ``-m``); after the files it may take
+    several (``qrels run -m AP P@10``). The files are taken from the ``-m`` values only when
+    the qrels or the runs are missing otherwise.
+
+    Raises:
+        UsageError: no qrels or no run file.
+    """
+    from probrank.cli._parsing import UsageError
+
+    starts = getattr(args, "measure_groups", None) or []
+    missing = args.qrels is None or not args.runs
+    if missing and starts and args.measures is not None:
+        # each -m's first value is its measure, the values argparse added after it are files
+        ends = [*starts[1:], len(args.measures)]
+        groups = [args.measures[a:b] for a, b in zip(starts, ends, strict=True)]
+        args.measures = [group[0] for group in groups]
+        files = [path for group in groups for path in group[1:]]
+        if args.qrels is None and files:
+            args.qrels, files = files[0], files[1:]
+        args.runs = [*(args.runs or []), *files]
+    if args.qrels is None or not args.runs:
+        needed = "qrels, runs" if args.qrels is None else "runs"
+        raise UsageError(
+            f"eval: the following arguments are required: {needed} (see 'probrank eval --help')"
+        )
 
 
 def _check_bayesian_options(args: argparse.Namespace) -> None:
@@ -195,7 +244,8 @@ def _epilog() -> str:
     from probrank.evaluation.measures import DEFAULT_MEASURES
     from probrank.evaluation.trec_eval.names import measure_help
 
-    return f"""measures (-m NAME, repeatable; -m A B also works; every name is checked first):
+    return f"""measures (-m NAME, one per -m as trec_eval's, repeatable; after the files -m A B
+also works; every name is checked first):
 {measure_help()}
 
   trec_eval's -m syntax works too: P.5,10  map_cut.100  iprec_at_recall..1,.25  set_F.0.5
@@ -220,15 +270,20 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
     ev.description = "Evaluate TREC runs exactly as trec_eval 10.0 does, in double precision."
     ev.epilog = _epilog()
     ev.formatter_class = argparse.RawDescriptionHelpFormatter
-    ev.add_argument("qrels", help="TREC qrels file (.gz allowed)")
-    ev.add_argument("runs", nargs="+", help="TREC run files (.gz allowed)")
+    ev.usage = "%(prog)s [options] [-m MEASURE]... qrels runs [runs ...]"
+    # optional in argparse's eyes: trec_eval's "-m map -m P.10 qrels run" leaves the files
+    # after the last -m, and _files() takes them from there
+    ev.add_argument("qrels", nargs="?", help="TREC qrels file (.gz allowed)")
+    ev.add_argument("runs", nargs="*", help="TREC run files (.gz allowed)")
     ev.add_argument(
         "-m",
         "--measures",
-        action="extend",
+        action=_MeasureAction,
         nargs="+",
         metavar="MEASURE",
-        help="measure names, ir-measures or trec_eval spelling (see below); repeatable",
+        help="a measure, ir-measures or trec_eval spelling (see below); one per -m, repeated "
+        "as trec_eval's: -m map -m ndcg_cut.10 qrels run (after the files, -m A B gives "
+        "several)",
     )
     ev.add_argument(
         "-l",
@@ -249,14 +304,24 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
     )
     ev.add_argument("-q", "--per-query", action="store_true", help="also print per-topic values")
     ev.add_argument("--compare", action="store_true", help="test every run against the first")
-    ev.add_argument("--test", default="t", choices=enum_values(SignificanceTest))
-    ev.add_argument("--correction", default="holm", choices=enum_values(Correction))
+    ev.add_argument(
+        "--test",
+        default="t",
+        choices=enum_values(SignificanceTest),
+        help="--compare's paired test: t-test, Wilcoxon signed-rank or randomisation (default t)",
+    )
+    ev.add_argument(
+        "--correction",
+        default="holm",
+        choices=enum_values(Correction),
+        help="--compare's correction of the p-values for several runs (default holm)",
+    )
     ev.add_argument("--json", action="store_true", help="print JSON {run: {measure: value}}")
     bayes = ev.add_argument_group(
         "Bayesian comparison (--compare --bayesian)",
         "A model of the per-topic values (default: paired, each topic's values multivariate "
         "normal, exact posterior draws; chosen by simulation, see the README): per measure and "
-        "run against the first, the posterior mean difference, a 95%% credible interval, "
+        "run against the first, the posterior mean difference, a 95% credible interval, "
         "P(B > A) and P(|B - A| < ROPE); pairwise P(better) and P(best). Measures in [0, 1] "
         "of -m (default AP nDCG@10 P@10).",
     )

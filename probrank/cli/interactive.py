@@ -28,14 +28,31 @@ def add_arguments(inter: argparse.ArgumentParser) -> None:
     from probrank.data.datasets import DatasetName, dataset_names
     from probrank.models.interactive.settings import PosteriorKind
 
+    inter.description = (
+        "Interactive answer selection: the interactive Bayesian ranker asks which of two "
+        "answers is better, a simulated user (or you, with --human) answers, and the ranking "
+        "improves with each judgement; prints the quality curve over rounds, averaged over "
+        "seeds."
+    )
     inter.add_argument(
-        "--data", default=DatasetName.LIVEQA_MED.value, choices=dataset_names(graded=True)
+        "--data",
+        default=DatasetName.LIVEQA_MED.value,
+        choices=dataset_names(graded=True),
+        help=f"questions and graded answers (default {DatasetName.LIVEQA_MED.value})",
     )
     inter.add_argument("--split", default="test", help="mediqa split (liveqa-med: test only)")
     inter.add_argument(
-        "--posterior", default=PosteriorKind.LAPLACE.value, choices=enum_values(PosteriorKind)
+        "--posterior",
+        default=PosteriorKind.LAPLACE.value,
+        choices=enum_values(PosteriorKind),
+        help=f"the ranker's posterior over utilities (default {PosteriorKind.LAPLACE.value})",
     )
-    inter.add_argument("--strategy", default=Strategy.EI.value, choices=enum_values(Strategy))
+    inter.add_argument(
+        "--strategy",
+        default=Strategy.EI.value,
+        choices=enum_values(Strategy),
+        help=f"how the next pair is chosen (default {Strategy.EI.value}: expected improvement)",
+    )
     inter.add_argument(
         "--rounds",
         type=bounded(MAX_ROUNDS),
@@ -45,7 +62,12 @@ def add_arguments(inter: argparse.ArgumentParser) -> None:
     inter.add_argument(
         "--noise", type=positive_float, default=0.3, help="simulated user's noise t (> 0)"
     )
-    inter.add_argument("--seeds", type=bounded(MAX_SEEDS), default=3)
+    inter.add_argument(
+        "--seeds",
+        type=bounded(MAX_SEEDS),
+        default=3,
+        help="simulated sessions per question, seeds 0 .. N-1, averaged (default 3)",
+    )
     inter.add_argument(
         "--max-questions", type=bounded(MAX_QUESTIONS), default=None, help="first N questions only"
     )

@@ -32,6 +32,24 @@ def _enum(module: str, name: str, option: str) -> Callable[[str], str]:
     return parse
 
 
+def _choices_in_help(module: str, name: str) -> type[argparse.Action]:
+    """A store action whose metavar lists the values of the enum ``module.name``, read only
+    when ``--help`` shows it: the serve command binds and prints its links before torch
+    (which the enums' modules load) is imported."""
+
+    class ChoicesInHelp(argparse._StoreAction):
+        @property  # type: ignore[override]
+        def metavar(self) -> str:
+            kind = getattr(importlib.import_module(module), name)
+            return "{" + ",".join(member.value for member in kind) + "}"
+
+        @metavar.setter
+        def metavar(self, value: object) -> None:
+            pass
+
+    return ChoicesInHelp
+
+
 def add_arguments(serve: argparse.ArgumentParser) -> None:
     """The arguments of ``probrank serve``."""
     from probrank.serve.server import DEFAULT_DB, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
@@ -67,13 +85,15 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
         "--posterior",
         default=None,
         type=_enum("probrank.models.interactive.settings", "PosteriorKind", "--posterior"),
-        help="posterior kind (PosteriorKind; default laplace, or the saved model's)",
+        action=_choices_in_help("probrank.models.interactive.settings", "PosteriorKind"),
+        help="the ranker's posterior (default laplace, or the saved model's)",
     )
     serve.add_argument(
         "--strategy",
         default=None,
         type=_enum("probrank.acquisition.select", "Strategy", "--strategy"),
-        help="pair strategy (Strategy; default the ranker's)",
+        action=_choices_in_help("probrank.acquisition.select", "Strategy"),
+        help="how the next pair is chosen (default: the ranker's)",
     )
     serve.add_argument("--seed", type=seed, default=0, help="seed of the warm start and sessions")
     serve.add_argument(

@@ -99,11 +99,15 @@ def qlfusion_demo(
         with torch_threads(1):
             cross_fit = QLFusion(settings).cross_fit(runs, qrels, folds=5, fold_seed=seed)
             data = cross_fit.data
-            draws = cross_fit.quantifiers["qlfusion"].draws(
+            quantifier = cross_fit.quantifiers["qlfusion"]
+            draws = quantifier.draws(  # the likelihood's mean proportion
                 data.test["x"], "binomial", settings.posterior_samples, seed=seed
             )
-            likelihood = cross_fit.quantifiers["qlfusion"].likelihood("binomial")
-            shares = predictive_shares(draws, likelihood, depth, seed=seed)
+            latent = quantifier.draws(  # its input, sigmoid(logits): predictive draws
+                data.test["x"], "binomial", settings.posterior_samples, seed=seed, latent=True
+            )
+            likelihood = quantifier.likelihood("binomial")
+            shares = predictive_shares(latent, likelihood, depth, seed=seed)
         out[method] = evaluate(qrels, cross_fit.fuse(runs, name="fused"), measures)
         out["qlfusion_mae"][method] = cross_fit.test_mae["qlfusion"]
         true_p, mask, mean = data.test["counts"] / depth, data.test["mask"], draws.mean(0)

@@ -52,7 +52,8 @@ def encoder_from_config(
         show_progress: Overrides the table's ``show_progress`` / ``progress`` (default True).
         mode: Default ``mode``.
         pooling: Default ``pooling``.
-        max_length: Default ``max_length``.
+        max_length: Default ``max_length`` (capped at the model's positions; a ``max_length``
+            in the table is checked against them).
     """
     table = table or {}
     if show_progress is None:
@@ -61,7 +62,8 @@ def encoder_from_config(
         table.get("name_or_path") or table.get("model") or None,
         mode=table.get("mode", mode),
         pooling=table.get("pooling", pooling),
-        max_length=int(table.get("max_length", max_length)),
+        max_length=int(table["max_length"]) if "max_length" in table else None,
+        default_max_length=max_length,
         batch_size=int(table.get("batch_size", 32)),
         freeze=freeze,
         cache_dir=encoder_cache_dir(table, config_path) if freeze else None,

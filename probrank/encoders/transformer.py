@@ -26,6 +26,7 @@ from torch import Tensor, nn
 from probrank._options import parse_enum
 from probrank._progress import progress_bar
 from probrank.encoders.cache import EmbeddingCache, text_key
+from probrank.encoders.model_folder import check_model_folder, max_positions
 from probrank.exceptions import InputDataError
 
 __all__ = [
@@ -37,6 +38,9 @@ __all__ = [
     "default_model_path",
     "model_revision",
 ]
+
+DEFAULT_MAX_LENGTH = 256
+"""Tokens per sequence when none is asked for (at most the model's positions)."""
 
 CACHE_SHARD_SIZE = 4096
 """Texts encoded and written to the disk cache at a time (one shard each)."""
@@ -168,7 +172,10 @@ class TransformerEncoder(nn.Module):
             all-MiniLM-L6-v2 is a sentence (bi-)encoder trained with mean pooling: pass
             ``mode="bi", pooling="mean"`` for it, as the experiment configs do
             (:func:`probrank.encoders.encoder_from_config` defaults to those two).
-        max_length: Token limit per sequence (longer inputs are truncated).
+        max_length: Token limit per sequence (longer inputs are truncated); refused when the
+            model embeds fewer positions (its ``config.json`` / ``tokenizer_config.json``), as
+            ``probrank encode --max-length`` is. None: ``default_max_length``, capped at the
+            model's positions.
         batch_size: Sequences per forward pass.
         device: Torch device; default CUDA when present, else CPU.
         freeze: Frozen weights, no gradients, outputs cached on disk.
@@ -179,6 +186,12 @@ class TransformerEncoder(nn.Module):
         show_progress: Show tqdm bars while encoding.
         shard_size: Texts encoded and written to the disk cache at a time, one shard each
             (:meth:`pending_shards`; None: :data:`CACHE_SHARD_SIZE`).
+        default_max_length: The token limit when ``max_length`` is None (at most the model's
+            positions).
+
+    Raises:
+        InputDataError: bad options, a folder without a model, or ``max_length`` beyond the
+            model's positions (naming the file and field that set them).
     """
 
     def __init__(
@@ -186,20 +199,22 @@ class TransformerEncoder(nn.Module):
         name_or_path: str | Path | None = None,
         mode: str | EncoderMode = EncoderMode.CROSS,
         pooling: str | Pooling = Pooling.CLS,
-        max_length: int = 256,
+        max_length: int | None = None,
         batch_size: int = 32,
         device: str | torch.device | None = None,
         freeze: bool = True,
         cache_dir: str | Path | None = None,
         show_progress: bool = True,
         shard_size: int | None = None,
+        *,
+        default_max_length: int = DEFAULT_MAX_LENGTH,
     ) -> None:
         super().__init__()
         from transformers import AutoModel, AutoTokenizer
 
         self.mode = parse_enum(EncoderMode, mode, "mode")
         self.pooling = parse_enum(Pooling, pooling, "pooling")
-        if max_length < 2:
+        if max_length is not None and max_length < 2:
             raise InputDataError(f"max_length must be at least 2, got {max_length}")
         if batch_size < 1:
             raise InputDataError(f"batch_size must be at least 1, got {batch_size}")
@@ -210,6 +225,11 @@ class TransformerEncoder(nn.Module):
         path = Path(name_or_path) if name_or_path is not None else default_model_path()
         if not (path / "config.json").is_file():
             raise InputDataError("not a local transformer model folder (no config.json)", path=path)
+        if max_length is None:
+            positions = max_positions(path)
+            max_length = max(2, min(default_max_length, positions or default_max_length))
+        else:  # what was asked for must fit (else a tensor-size error deep in the model)
+            check_model_folder(path, max_length=max_length)
         self.path = path
         self.max_length = max_length
         self.batch_size = batch_size

@@ -46,7 +46,7 @@ from probrank._config import (
     read_toml,
     with_overrides,
 )
-from probrank._plugins import resolve_config_plugins
+from probrank._plugins import PluginError, locate_plugin, resolve_config_plugins
 from probrank.exceptions import InputDataError
 from probrank.experiments.results import ExperimentResult
 
@@ -261,8 +261,15 @@ def run_experiment(
     logger.debug(  # debug: an error must stay the one line on stderr
         "%s: protocol %s, seeds 0..%d%s", path, protocol, seeds - 1, " (smoke)" if smoke else ""
     )
-    with writing_to(output):
-        result = function(settings, config_path=path, seeds=seeds, smoke=smoke)
+    try:
+        with writing_to(output):
+            result = function(settings, config_path=path, seeds=seeds, smoke=smoke)
+    except PluginError as exc:  # your own prior or likelihood failed: name its config line
+        if exc.path is not None:
+            raise
+        found = locate_plugin(config, exc.target, read_toml(path)[1])
+        key, line = ("", None) if found is None else (f"{'.'.join(found[0])}: ", found[1])
+        raise PluginError(key + exc.reason, target=exc.target, path=path, line=line) from exc
     if output is not None:
         output.write(result)
         result.files = [str(p) for p in output.written]

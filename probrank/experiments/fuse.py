@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from probrank._files import check_output_path
 from probrank._progress import progress_bar
@@ -40,7 +41,7 @@ from probrank.fusion.normalize import ScoreOverflowError, normalize_lists, top_d
 from probrank.fusion.optimize import DEFAULT_BUDGET, Optimiser
 from probrank.models.qlfusion import VARIANTS, Inputs, LearnedFusion, QLFusion, QLFusionSettings
 
-__all__ = ["FUSED_MEASURES", "fuse_command", "fuse_methods"]
+__all__ = ["FUSED_MEASURES", "fuse_command", "fuse_methods", "qlfusion_settings"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,86 @@ _OWN_NORMALISATIONS = {
 }
 """Normalisations a method applies instead of ``norm`` (the others apply ``norm``; the
 learned methods also describe each list by its min-max scores)."""
+
+
+def qlfusion_settings(
+    settings_file: str | os.PathLike[str] | None = None,
+    *,
+    prior: str | None = None,
+    prior_args: Mapping[str, Any] | None = None,
+    likelihood: str | None = None,
+    likelihood_args: Mapping[str, Any] | None = None,
+) -> QLFusionSettings:
+    """The QLFusion settings of ``probrank fuse --method qlfusion``: a settings file, then a
+    prior and a likelihood given on the command line.
+
+    Your own ``"module.path:callable"`` is imported with the settings file's folder first on
+    the import path (the current folder for one given on the command line) and probed before
+    any run is read (:func:`probrank._plugins.resolve`).
+
+    Args:
+        settings_file: A TOML file of :class:`~probrank.models.qlfusion.QLFusionSettings`
+            keys, at its top level or in a ``[quantifier]`` table (as in
+            ``models/qlfusion/*.toml``, whose other tables are ignored).
+        prior: A built-in prior's name or ``"module.path:callable"`` (replaces the file's).
+        prior_args: Its keyword arguments (replace the file's).
+        likelihood: A built-in likelihood's name or ``"module.path:callable"``.
+        likelihood_args: Its keyword arguments.
+
+    Raises:
+        InputDataError: an unreadable file, an unknown key, a bad value or a callable that
+            cannot be imported or fails its probe (naming the file and line, or the option).
+    """
+    from probrank._config import SchemaError, locate_key, read_toml
+    from probrank._plugins import PluginKind, is_plugin, resolve
+
+    table: dict[str, Any] = {}
+    text, path = None, None
+    key_prefix: tuple[str, ...] = ()
+    if settings_file is not None:
+        path = Path(settings_file)
+        document, text = read_toml(path)
+        quantifier = document.get("quantifier")
+        if isinstance(quantifier, dict):
+            table, key_prefix = dict(quantifier), ("quantifier",)
+        else:
+            table = {k: v for k, v in document.items() if not isinstance(v, dict)}
+        try:
+            QLFusionSettings.check_table(table)
+        except SchemaError as exc:  # the first key the settings refuse
+            line = locate_key(text, (*key_prefix, *exc.key))
+            where = ".".join(str(part) for part in (*key_prefix, *exc.key))
+            raise InputDataError(f"{where}: {exc.message}", path=path, line=line) from None
+    given: dict[str, str | None] = {"prior": prior, "likelihood": likelihood}
+    arguments = {"prior": prior_args, "likelihood": likelihood_args}
+    for name, value in given.items():
+        if value is not None:
+            table[name] = value
+            table.pop(f"{name}_args", None)  # the file's belong to the file's callable
+        if arguments[name] is not None:
+            table[f"{name}_args"] = dict(arguments[name] or {})
+    if "plugin_folder" not in table:  # where a module:callable is imported from, every process
+        from_command_line = any(given[name] is not None for name in ("prior", "likelihood"))
+        folder = Path.cwd() if from_command_line or path is None else path.resolve().parent
+        table["plugin_folder"] = str(folder)
+    settings = QLFusionSettings.from_table(table)
+    for name, kind in (
+        ("prior", PluginKind.PRIOR),
+        ("likelihood", PluginKind.PROPORTION_LIKELIHOOD),
+    ):
+        target = getattr(settings, name)
+        if not is_plugin(target):
+            continue
+        from_file = given[name] is None and path is not None
+        folder = path.resolve().parent if from_file and path is not None else Path.cwd()
+        try:
+            resolve(target, getattr(settings, f"{name}_args"), kind, folder=folder)
+        except InputDataError as exc:
+            if from_file and path is not None:
+                line = locate_key(text, (*key_prefix, name)) if text is not None else None
+                raise InputDataError(f"{name}: {exc.reason}", path=path, line=line) from None
+            raise InputDataError(f"--{name}: {exc.reason}") from None
+    return settings
 
 
 def fuse_methods() -> tuple[str, ...]:

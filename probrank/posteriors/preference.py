@@ -55,6 +55,7 @@ from probrank.exceptions import InputDataError
 from probrank.posteriors.protocol import ConditionablePosterior
 
 __all__ = [
+    "DISCRETE_ONLY",
     "PreferenceUtilityModel",
     "cast_mvn",
     "comparison_pairs",
@@ -62,6 +63,16 @@ __all__ = [
     "identical_rows",
     "match_rows",
 ]
+
+
+DISCRETE_ONLY = (
+    "this model's posterior is over a discrete set of candidates and has no gradient in X, "
+    "so gradient-based optimize_acqf cannot move X: choose among the candidates with "
+    "botorch.optim.optimize_acqf_discrete(acqf, q, choices=model.datapoints) (or "
+    "optimize_acqf_discrete_local_search; pairs: probrank.acquisition.optimize_acqf_pairs)"
+)
+"""The error of ``posterior(X)`` when ``X`` asks for a gradient the posterior does not have
+(``optimize_acqf``'s L-BFGS would fail with "element 0 of tensors does not require grad")."""
 
 
 def cast_mvn(mvn: MultivariateNormal, dtype: torch.dtype) -> MultivariateNormal:
@@ -207,6 +218,23 @@ class PreferenceUtilityModel(Model):
     def batch_shape(self) -> torch.Size:
         return self._batch_shape
 
+    @property
+    def train_inputs(self) -> tuple[Tensor]:
+        """``(datapoints,)``: the `n x d` candidates, as BoTorch's models give their training
+        inputs (``PairwiseGP``'s are its datapoints too), e.g. for ``qNoisyExpectedImprovement
+        (model, X_baseline=model.train_inputs[0])``."""
+        return (self.datapoints,)
+
+    def subset_output(self, idcs: list[int]) -> PreferenceUtilityModel:
+        """The model itself for ``[0]`` (its one output).
+
+        Raises:
+            InputDataError: any other indices.
+        """
+        if list(idcs) != [0]:
+            raise InputDataError(f"the model has one output (index 0), got {list(idcs)}")
+        return self
+
     def _check(self, X: Tensor) -> None:
         if X.dim() < 2 or X.shape[-1] != self.datapoints.shape[-1]:
             raise InputDataError(
@@ -259,6 +287,8 @@ class PreferenceUtilityModel(Model):
             raise InputDataError(f"the model has one output, got {output_indices}")
         self._check(X)
         mvn = self._joint(X)
+        if X.requires_grad and torch.is_grad_enabled() and not mvn.mean.requires_grad:
+            raise InputDataError(DISCRETE_ONLY)
         if observation_noise is not False and self.noise_variance > 0:
             noise = torch.full_like(mvn.mean, self.noise_variance)
             mvn = MultivariateNormal(mvn.mean, mvn.lazy_covariance_matrix.add_diagonal(noise))

@@ -118,6 +118,21 @@ def list_annotators(db: sqlite3.Connection) -> list[AnnotatorInfo]:
     return [AnnotatorInfo(str(n), float(c), bool(a), int(k)) for n, c, a, k in rows]
 
 
+ANNOUNCED_URL = "url"
+"""The ``meta`` key of the address the database's server announced when it started."""
+
+
+def announce_url(db: sqlite3.Connection, url: str) -> None:
+    """Record ``url`` as the address the database's server listens on."""
+    db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (ANNOUNCED_URL, url))
+
+
+def announced_url(db: sqlite3.Connection) -> str | None:
+    """The address the database's server announced when it last started (None: never)."""
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (ANNOUNCED_URL,)).fetchone()
+    return None if row is None else str(row[0])
+
+
 def issue_admin_token(db: sqlite3.Connection) -> str:
     """A new admin token; every earlier admin token is revoked."""
     token = new_token()
@@ -175,6 +190,10 @@ class AnnotatorRegistry:
     def list(self) -> list[AnnotatorInfo]:
         """See :func:`list_annotators`."""
         return list_annotators(self._db)
+
+    def announced_url(self) -> str | None:
+        """See :func:`announced_url`."""
+        return announced_url(self._db)
 
     def close(self) -> None:
         """Close the connection."""

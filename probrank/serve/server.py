@@ -30,12 +30,14 @@ import os
 import socket
 import sys
 import threading
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
 from probrank.exceptions import InputDataError
 from probrank.serve.limits import DEFAULT_MAX_SESSIONS
+from probrank.serve.settings import DEFAULT_DB, DEFAULT_PORT, ServeSettings
 
 __all__ = [
     "DEFAULT_DB",
@@ -46,63 +48,14 @@ __all__ = [
     "bind",
     "serve",
     "url_of",
+    "uvicorn_logging_kept",
 ]
-
-DEFAULT_DB = "probrank-judgements.sqlite"
-"""The database file when none is named."""
-
-DEFAULT_PORT = 8765
-"""The port when none is named."""
-
 
 HEADER_TIMEOUT = 10.0
 """Seconds a connection may take to send a request's headers before it is closed."""
 
 KEEP_ALIVE = 5
 """Seconds an idle keep-alive connection is kept."""
-
-
-@dataclass(frozen=True)
-class ServeSettings:
-    """What ``probrank serve`` was asked for.
-
-    Attributes:
-        data: A data set name or a ``.jsonl`` / ``.csv`` file (None with the TREC inputs,
-            else ``liveqa-med``).
-        topics: TREC topics file (with ``run`` and ``documents``).
-        run: TREC run whose top documents are judged.
-        documents: The documents' texts (TREC ``<DOC>`` file or JSON lines).
-        depth: Documents per topic from the run.
-        db: The SQLite database.
-        host: Address to bind.
-        port: Port (0: any free one).
-        posterior: Posterior kind (default: laplace, or the saved model's).
-        strategy: Pair strategy (default: the ranker's).
-        seed: Seed of the warm start and of every session.
-        rounds: Judgements per annotator and question (None: until the pairs run out).
-        model: A saved InteractiveRanker folder.
-        threads: Torch intra-op threads (default 1).
-        max_sessions: Sessions kept in memory (least recently used ones are rebuilt from
-            the database when asked for again).
-        instructions: A Markdown file of instructions for the annotators.
-    """
-
-    data: str | None = None
-    topics: str | None = None
-    run: str | None = None
-    documents: str | None = None
-    depth: int = 20
-    db: str = DEFAULT_DB
-    host: str = "127.0.0.1"
-    port: int = DEFAULT_PORT
-    posterior: str | None = None
-    strategy: str | None = None
-    seed: int = 0
-    rounds: int | None = None
-    model: str | None = None
-    threads: int = 1
-    max_sessions: int = DEFAULT_MAX_SESSIONS
-    instructions: str | None = None
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -147,6 +100,36 @@ def url_of(sock: socket.socket, path: str = "/", token: str | None = None) -> st
     shown = f"[{host}]" if address is not None and address.version == 6 else host
     query = "" if token is None else f"?token={token}"
     return f"http://{shown}:{port}{path}{query}"
+
+
+_UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
+"""The loggers an in-process ``uvicorn.Config`` touches (levels, handlers, propagation)."""
+
+
+@contextmanager
+def uvicorn_logging_kept() -> Iterator[None]:
+    """Build and run an in-process uvicorn inside this block: uvicorn's own loggers are put
+    back as they were afterwards.
+
+    Pass ``log_config=None`` to ``uvicorn.Config`` as well: its default logging config goes
+    through ``logging.config.dictConfig``, which closes *every* handler of the process (a
+    notebook's, absl's holding the ``sys.stderr`` of its import, pytest's capture). With
+    ``log_config=None`` uvicorn still sets its loggers' levels (``log_level``) and empties
+    ``uvicorn.access`` (``access_log=False``); this block undoes that when the server stops.
+    """
+    import logging
+
+    saved = []
+    for name in _UVICORN_LOGGERS:
+        logger = logging.getLogger(name)
+        saved.append((logger, logger.level, list(logger.handlers), logger.propagate))
+    try:
+        yield
+    finally:
+        for logger, level, handlers, propagate in saved:
+            logger.setLevel(level)
+            logger.handlers[:] = handlers
+            logger.propagate = propagate
 
 
 def _say(out: TextIO, text: str) -> None:
@@ -210,7 +193,7 @@ def serve(options: ServeSettings, *, out: TextIO | None = None) -> None:
 
     from probrank.serve.app import create_app, header_timeout_protocol
     from probrank.serve.schema import inspect_database
-    from probrank.serve.startup import Preparation, PrepareOptions, prepare
+    from probrank.serve.startup import Preparation, prepare
     from probrank.serve.store import JudgementStore
 
     out = out or sys.stdout
@@ -225,12 +208,13 @@ def serve(options: ServeSettings, *, out: TextIO | None = None) -> None:
     sock = bind(options.host, options.port)
     failure: list[BaseException] = []
     try:
-        with JudgementStore(db) as store:
+        with JudgementStore(db) as store, uvicorn_logging_kept():
             admin = store.issue_admin_token()
+            store.announce_url(url_of(sock, ""))  # `annotators add` without --url uses it
             preparation = Preparation(questions)
             app = create_app(preparation, store=store, instructions=instructions)
             config = uvicorn.Config(
-                app, log_level="warning", access_log=False, lifespan="off",
+                app, log_config=None, log_level="warning", access_log=False, lifespan="off",
                 timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE,
                 http=header_timeout_protocol(HEADER_TIMEOUT),
             )  # fmt: skip
@@ -240,12 +224,6 @@ def serve(options: ServeSettings, *, out: TextIO | None = None) -> None:
                 failure.append(exc)
                 server.should_exit = True
 
-            work = PrepareOptions(
-                questions=questions, source=source, posterior=options.posterior,
-                strategy=options.strategy, seed=options.seed, rounds=options.rounds,
-                model=options.model, max_sessions=options.max_sessions,
-                threads=options.threads,
-            )  # fmt: skip
             stored = store.count()
             if store.migrated:
                 _say(out, "probrank serve: the database was made by an earlier probrank: "
@@ -258,10 +236,12 @@ def serve(options: ServeSettings, *, out: TextIO | None = None) -> None:
                 _say(out, "probrank serve: listening beyond this machine: anyone who has a "
                           "link with its token can use it")  # fmt: skip
             _say(out, f"probrank serve: annotators' links: probrank annotators add NAME "
-                      f"--db {db} --url {url_of(sock, '')}")  # fmt: skip
+                      f"--db {db} (links on {url_of(sock, '')}; --url for another "
+                      "address)")  # fmt: skip
             _say(out, f"probrank serve: open {url_of(sock, '/admin', admin)}")
             thread = threading.Thread(
-                target=prepare, args=(work, store, preparation), kwargs={"on_error": stop},
+                target=prepare, args=(options, questions, source, store, preparation),
+                kwargs={"on_error": stop},
                 name="probrank-serve-prepare", daemon=True,
             )  # fmt: skip
             thread.start()

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from probrank.data.candidates import CandidateList
-from probrank.serve.limits import DEFAULT_MAX_SESSIONS
 
 if TYPE_CHECKING:
     from probrank.serve.judging import JudgingService
+    from probrank.serve.settings import ServeSettings
     from probrank.serve.store import JudgementStore
 
-__all__ = ["Preparation", "PrepareOptions", "prepare"]
+__all__ = ["Preparation", "prepare"]
 
 _log = logging.getLogger("probrank.serve")
 
@@ -107,35 +107,10 @@ class Preparation:
             )
 
 
-@dataclass(frozen=True)
-class PrepareOptions:
-    """What :func:`prepare` builds.
-
-    Attributes:
-        questions: The questions.
-        source: Their source's name.
-        posterior: Posterior kind (None: laplace or the saved model's).
-        strategy: Pair strategy (None: the ranker's).
-        seed: Seed of the warm start and of every session.
-        rounds: Judgements per annotator and question (None: all pairs).
-        model: A saved InteractiveRanker folder (None: warm-start a new one).
-        max_sessions: Sessions kept in memory.
-        threads: Torch intra-op threads.
-    """
-
-    questions: Sequence[CandidateList]
-    source: str
-    posterior: str | None = None
-    strategy: str | None = None
-    seed: int = 0
-    rounds: int | None = None
-    model: str | None = None
-    max_sessions: int = DEFAULT_MAX_SESSIONS
-    threads: int = 1
-
-
 def prepare(
-    options: PrepareOptions,
+    options: ServeSettings,
+    questions: Sequence[CandidateList],
+    source: str,
     store: JudgementStore,
     preparation: Preparation,
     *,
@@ -144,7 +119,10 @@ def prepare(
     """Build the service, then encode every question (run in a thread).
 
     Args:
-        options: What to build.
+        options: What ``probrank serve`` was asked for (posterior, strategy, seed, rounds,
+            model, max_sessions and threads are read here).
+        questions: The questions (read and checked before the server bound its port).
+        source: Their source's name.
         store: The open database.
         preparation: Where the progress, the service or the error go.
         on_error: Called with the error when the preparation fails (the server stops).
@@ -164,7 +142,7 @@ def prepare(
         encoder = cached_encoder(ranker.encoder, progress=False) if options.model else None
         preparation.stage("checking the database")
         project = Project(
-            options.questions, ranker, source=options.source, seed=options.seed,
+            questions, ranker, source=source, seed=options.seed,
             strategy=options.strategy, rounds=options.rounds, encoder=encoder,
         )  # fmt: skip
         service = JudgingService(project, store, max_sessions=options.max_sessions)

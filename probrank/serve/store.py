@@ -1,8 +1,10 @@
-"""The judgement database: SQLite in WAL mode, one transaction per judgement.
+"""The judgement database: SQLite in WAL mode, judgements committed in groups.
 
 A judgement is acknowledged to the browser only after :meth:`JudgementStore.record` has
 committed it (``synchronous=FULL``: the write-ahead log is fsynced at every commit, so a
-committed judgement survives ``kill -9`` and a power cut). Each judgement carries an id that
+committed judgement survives ``kill -9`` and a power cut). Judgements that arrive together
+are committed together, in arrival order, with one fsync (group commit:
+:meth:`JudgementStore.record`). Each judgement carries an id that
 the client generated; recording the same id twice stores it once and returns the stored row
 (a double click or a browser retry is harmless). ``UNIQUE (annotator, qid, round)`` makes the
 database itself refuse a second answer to one round of one annotator's session. An undo is an
@@ -190,6 +192,18 @@ def _row(row: tuple[Any, ...]) -> Judgement:
     )
 
 
+class _Pending:
+    """A judgement waiting for its commit, and what its commit settled."""
+
+    __slots__ = ("done", "error", "judgement", "result")
+
+    def __init__(self, judgement: Judgement) -> None:
+        self.judgement = judgement
+        self.done = False
+        self.result: tuple[Judgement, bool] | None = None
+        self.error: BaseException | None = None
+
+
 class JudgementStore:
     """The SQLite database of one judging project (created when missing).
 
@@ -218,6 +232,8 @@ class JudgementStore:
         inspect_database(self.path)  # refuse another application's file before the lock
         self._lock = threading.Lock()
         self._read_lock = threading.Lock()
+        self._queue_lock = threading.Lock()
+        self._queue: list[_Pending] = []  # judgements waiting for the next commit
         self._lock_fd = self._hold(self.path)
         try:
             self._db, kind = open_database(self.path)
@@ -277,6 +293,12 @@ class JudgementStore:
 
     def _set_meta(self, key: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def announce_url(self, url: str) -> None:
+        """Record the address the server of this database listens on (``probrank annotators
+        add`` without ``--url`` builds its links on it)."""
+        with self._lock:
+            registry.announce_url(self._db, url)
 
     def issue_admin_token(self) -> str:
         """A new admin token (shown once; the earlier admin link ends)."""
@@ -346,8 +368,14 @@ class JudgementStore:
             return [str(name) for (name,) in rows.fetchall()]
 
     def record(self, judgement: Judgement) -> tuple[Judgement, bool]:
-        """Store ``judgement`` (an answer or an undo event) in its own transaction, committed
-        when this returns.
+        """Store ``judgement`` (an answer or an undo event), committed when this returns.
+
+        Group commit: judgements recorded at the same time by several threads are queued in
+        arrival order, and whichever thread takes the writer next commits every queued one in
+        one transaction (each in a savepoint of its own, so a refused one leaves the others
+        stored) and one fsync; each caller returns only after the commit that holds its
+        judgement. Under many annotators a commit's fsync is then paid once per batch instead of
+        once per judgement, and no judgement waits behind later ones.
 
         Returns:
             ``(stored, created)``: the stored row (with ``seq`` and ``created``) and whether
@@ -357,49 +385,91 @@ class JudgementStore:
             StaleRoundError: another event is stored for the same round of the session, or
                 the judgement an undo names was taken back already.
         """
-        with self._lock:
+        entry = _Pending(judgement)
+        with self._queue_lock:
+            self._queue.append(entry)
+        with self._lock:  # our entry was queued before: this commits it, or a batch did
+            if not entry.done:
+                with self._queue_lock:
+                    batch, self._queue = self._queue, []
+                self._commit(batch)
+        if entry.error is not None:
+            raise entry.error
+        if entry.result is None:  # pragma: no cover - _commit settles every entry
+            raise RuntimeError("a judgement was left out of its commit")
+        return entry.result
+
+    def _commit(self, batch: list[_Pending]) -> None:
+        """Write ``batch`` in one transaction; settle every entry (result or error)."""
+        staged: list[tuple[_Pending, int]] = []
+        try:
             self._db.execute("BEGIN IMMEDIATE")
-            try:
-                earlier = self._get(self._db, judgement.id)
-                if earlier is not None:
-                    self._db.execute("ROLLBACK")
-                    return earlier, False
-                self._db.execute(
-                    "INSERT OR IGNORE INTO annotators (name, created) VALUES (?, ?)",
-                    (judgement.annotator, time.time()),
-                )
-                cursor = self._db.execute(
-                    "INSERT INTO judgements (id, annotator, qid, round, left_index, right_index,"
-                    " left_id, right_id, choice, retracts, created)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        judgement.id,
-                        judgement.annotator,
-                        judgement.qid,
-                        judgement.round,
-                        judgement.left,
-                        judgement.right,
-                        judgement.left_id,
-                        judgement.right_id,
-                        judgement.choice.value,
-                        judgement.retracts,
-                        time.time(),
-                    ),
-                )
-                seq = cursor.lastrowid
-                self._db.execute("COMMIT")
-            except sqlite3.IntegrityError:
-                self._rollback()
-                raise StaleRoundError(
-                    f"round {judgement.round} of {judgement.annotator!r} on question "
-                    f"{judgement.qid!r} was answered already"
-                ) from None
-            except BaseException:
-                self._rollback()
-                raise
-            row = self._db.execute(f"SELECT {_COLUMNS} FROM judgements j WHERE j.seq = ?", (seq,))
-            stored = _row(row.fetchone())
-        return stored, True
+            for entry in batch:
+                seq = self._stage(entry)
+                if seq is not None:
+                    staged.append((entry, seq))
+            self._db.execute("COMMIT")
+        except BaseException as exc:
+            self._rollback()
+            for entry in batch:  # nothing of this batch is stored: no entry is acknowledged
+                entry.result, entry.error = None, exc
+            for entry in batch:
+                entry.done = True
+            raise
+        if staged:
+            marks = ",".join("?" * len(staged))
+            rows = self._db.execute(
+                f"SELECT {_COLUMNS} FROM judgements j WHERE j.seq IN ({marks})",
+                [seq for _, seq in staged],
+            )
+            stored = {row.seq: row for row in map(_row, rows.fetchall())}
+            for entry, seq in staged:
+                entry.result = (stored[seq], True)
+        for entry in batch:
+            entry.done = True
+
+    def _stage(self, entry: _Pending) -> int | None:
+        """Insert one judgement inside the open transaction, in a savepoint; its ``seq``, or
+        None when the entry is settled already (an id stored before, or refused)."""
+        judgement = entry.judgement
+        earlier = self._get(self._db, judgement.id)
+        if earlier is not None:
+            entry.result = (earlier, False)
+            return None
+        self._db.execute("SAVEPOINT judgement")
+        try:
+            self._db.execute(
+                "INSERT OR IGNORE INTO annotators (name, created) VALUES (?, ?)",
+                (judgement.annotator, time.time()),
+            )
+            cursor = self._db.execute(
+                "INSERT INTO judgements (id, annotator, qid, round, left_index, right_index,"
+                " left_id, right_id, choice, retracts, created)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    judgement.id,
+                    judgement.annotator,
+                    judgement.qid,
+                    judgement.round,
+                    judgement.left,
+                    judgement.right,
+                    judgement.left_id,
+                    judgement.right_id,
+                    judgement.choice.value,
+                    judgement.retracts,
+                    time.time(),
+                ),
+            )
+        except sqlite3.IntegrityError:
+            self._db.execute("ROLLBACK TO judgement")
+            self._db.execute("RELEASE judgement")
+            entry.error = StaleRoundError(
+                f"round {judgement.round} of {judgement.annotator!r} on question "
+                f"{judgement.qid!r} was answered already"
+            )
+            return None
+        self._db.execute("RELEASE judgement")
+        return int(cursor.lastrowid or 0)
 
     def _rollback(self) -> None:
         if self._db.in_transaction:

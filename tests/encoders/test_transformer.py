@@ -140,7 +140,8 @@ def test_encoder_from_config_reads_the_table_over_the_protocol_defaults(
     assert (frozen.mode.value, frozen.pooling.value, frozen.max_length) == ("cross", "cls", 64)
     assert frozen.cache is not None and frozen.show_progress is False
     tuned = encoder_from_config({**table, "mode": "bi", "progress": False}, freeze=False)
-    assert (tuned.mode.value, tuned.max_length, tuned.freeze) == ("bi", 256, False)
+    # the default 256 is capped at the 64 positions the tiny BERT embeds (issue 31)
+    assert (tuned.mode.value, tuned.max_length, tuned.freeze) == ("bi", 64, False)
     assert tuned.cache is None and tuned.show_progress is False
 
 
@@ -188,3 +189,21 @@ def test_loading_a_model_writes_nothing_and_restores_transformers_settings(
         if set_hook is not None:
             set_hook(previous)
         logger.setLevel(level)
+
+
+def test_max_length_is_checked_against_the_models_positions(tiny_bert: Path) -> None:
+    """Issue 31: ``TransformerEncoder(max_length=...)`` beyond the positions the model embeds
+    is refused at construction (naming the file and field), as ``probrank encode`` does;
+    left out, the limit is 256 capped at the positions (the tiny BERT embeds 64)."""
+    from probrank.encoders.model_folder import max_positions
+
+    with pytest.raises(InputDataError) as info:
+        TransformerEncoder(tiny_bert, mode="bi", max_length=65, show_progress=False)
+    text = str(info.value)
+    assert "max_length 65 is more than the 64 positions" in text and "config.json" in text
+    assert TransformerEncoder(tiny_bert, max_length=64, show_progress=False).max_length == 64
+    encoder = TransformerEncoder(tiny_bert, mode="bi", show_progress=False)
+    assert encoder.max_length == max_positions(tiny_bert) == 64
+    long_text = " ".join(["word"] * 200)  # longer than the positions: truncated, no error
+    with torch.no_grad():
+        assert encoder.encode_pairs([long_text], [long_text]).shape[0] == 1

@@ -113,3 +113,55 @@ def test_interactive_grid(ray_instance: Any, tmp_path: Path) -> None:
         "noises = [0.3]\n"
     )
     _both(run, load_document(path), config_path=path, seeds=2, smoke=True)
+
+
+OWN_MODULE = """
+import pyro.distributions as dist
+import torch
+
+
+def beta_binomial(total_count, concentration=10.0):
+    def likelihood(logits):
+        p = torch.sigmoid(logits)
+        n = torch.full_like(logits, float(total_count))
+        return dist.BetaBinomial(concentration * p, concentration * (1 - p), n)
+
+    return likelihood
+
+
+def laplace(scale=1.0):
+    return dist.Laplace(0.0, scale)
+"""
+
+
+@pytest.mark.integration
+def test_qlfusion_cv_with_your_own_prior_and_likelihood(
+    ray_instance: Any, shared_data: Path, tmp_path: Path
+) -> None:
+    """Issue 31: a ``"module:callable"`` prior and likelihood beside the config reach the Ray
+    workers (which neither ran the config's import nor have its folder on their path) and give
+    the local executor's numbers."""
+    import sys
+
+    from probrank.experiments.qlfusion_cv.protocol import run
+
+    name = f"raylik_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(OWN_MODULE, encoding="utf-8")
+    path = tmp_path / "mine.toml"  # the README's config, with a Ray-sized smoke table
+    path.write_text(
+        '[experiment]\nprotocol = "qlfusion_cv"\nthreads = 1\n\n'
+        '[data]\nshared = "fusion/robust03"\nruns = "runs/input.[apuV]*.gz"\n\n'
+        '[protocol]\nvariants = ["qlfusion"]\nmeasures = ["P@5", "nDCG@10"]\n\n'
+        f'[quantifier]\nlikelihood = "{name}:beta_binomial"\n'
+        "likelihood_args = { concentration = 5.0 }\n"
+        f'prior = "{name}:laplace"\nprior_args = {{ scale = 0.5 }}\n\n'
+        "[smoke.protocol]\ntopics = 20\nfolds = 4\n\n"
+        "[smoke.quantifier]\nbatch_sizes = [4, 16]\nmax_epochs = 3\npatience = 2\n"
+        "max_steps = 10\nposterior_samples = 5\n",
+        encoding="utf-8",
+    )
+    try:
+        config = load_document(path)
+        _both(run, config, config_path=path, seeds=1, smoke=True, progress=False)
+    finally:
+        sys.modules.pop(name, None)

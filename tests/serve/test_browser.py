@@ -236,7 +236,10 @@ def test_the_preparing_page_refreshes_itself(
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        create_app(preparation, store=service.store), log_level="warning", lifespan="off"
+        create_app(preparation, store=service.store),
+        log_config=None,
+        log_level="warning",
+        lifespan="off",
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

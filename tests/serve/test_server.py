@@ -4,10 +4,14 @@ errors."""
 
 from __future__ import annotations
 
+import logging
+import os
 import random
 import re
 import socket
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -259,6 +263,110 @@ def test_command_line_errors_are_one_line(
     assert not (tmp_path / "x.sqlite").exists()  # made by the failed start, removed
 
 
+def test_annotators_add_without_url_uses_the_address_the_server_announced(
+    tmp_path: Path, serve_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31: ``probrank annotators add NAME --db F`` printed a link on port 8765 whatever
+    port the server of ``F`` listened on; the server records its address in the database."""
+    db = tmp_path / "announced.sqlite"
+    args = ["--data", str(write_questions(tmp_path / "q.jsonl", [3])), "--model",
+            str(serve_model), "--db", str(db)]  # fmt: skip
+    server = ServerProcess(args, tmp_path, ready=False)
+    try:
+        assert main(["annotators", "add", "bob", "--db", str(db)]) == 0
+        link = capsys.readouterr().out.splitlines()[0]
+        assert link.startswith(f"bob: {server.base}/?token="), (link, server.base)
+        assert not server.base.endswith(":8765")  # --port 0: any free port
+        token = link.split("token=", 1)[1]
+        server.wait_ready()
+        page = httpx.get(f"{server.base}/?token={token}", timeout=30)
+        assert page.status_code == 200
+        # an explicit --url still wins
+        assert main(["annotators", "add", "carol", "--db", str(db), "--url", "http://h:9"]) == 0
+        assert capsys.readouterr().out.startswith("carol: http://h:9/?token=")
+    finally:
+        server.stop()
+
+
+class _ClosingHandler(logging.Handler):
+    """A handler that records being closed (absl's closes the stream it holds)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+        super().close()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        pass
+
+
+def test_serve_leaves_logging_as_it_found_it(
+    tmp_path: Path, serve_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``serve()`` builds an in-process uvicorn: no ``dictConfig`` (which closes every handler
+    of the process), and uvicorn's loggers are put back when it stops (issue 31)."""
+    watched = logging.getLogger("tests.serve.watched")
+    handler = _ClosingHandler()
+    watched.addHandler(handler)
+    names = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
+    before = {
+        name: (logging.getLogger(name).level, list(logging.getLogger(name).handlers),
+               logging.getLogger(name).propagate)
+        for name in names
+    }  # fmt: skip
+    root_handlers = list(logging.getLogger().handlers)
+    try:
+        questions = write_questions(tmp_path / "q.jsonl", [3])
+        # the server starts (uvicorn.Config is built), then the preparation fails and stops it
+        args = ["--data", str(questions), "--model", str(serve_model), "--posterior", "gppl",
+                "--port", "0", "--db", str(tmp_path / "x.sqlite")]  # fmt: skip
+        assert main(["serve", *args]) == 2
+        assert "posterior is 'laplace'" in capsys.readouterr().err
+        assert not handler.closed
+        assert handler in watched.handlers
+        assert list(logging.getLogger().handlers) == root_handlers
+        after = {
+            name: (logging.getLogger(name).level, list(logging.getLogger(name).handlers),
+                   logging.getLogger(name).propagate)
+            for name in names
+        }  # fmt: skip
+        assert after == before
+    finally:
+        watched.removeHandler(handler)
+
+
+CLOSED_CAPTURE_SEQUENCE = [
+    "tests/interactive/test_neural_sessions.py::test_fast_rouge_l_equals_rouge_score",
+    "tests/serve/test_server.py::test_command_line_errors_are_one_line",
+    "tests/serve/test_server.py::test_connections_without_headers_are_closed",
+]
+"""Issue 31's reproduction: rouge-score imports absl, whose handler holds the ``sys.stderr`` of
+import time (pytest's capture file on a worker); a ``dictConfig`` from the serve tests closed
+it, and every later test of the worker failed with "I/O operation on closed file"."""
+
+
+@pytest.mark.slow
+def test_the_closed_capture_sequence_passes() -> None:
+    """The sequence that closed pytest's capture file, on one xdist worker, in a fresh pytest
+    (no plugin or conftest workaround restarts the capture any more)."""
+    root = Path(__file__).resolve().parents[2]
+    quiet = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {**os.environ, **quiet, "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
+    env.pop("PYTEST_ADDOPTS", None)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    command = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider",
+               "-n", "1", "-q", *CLOSED_CAPTURE_SEQUENCE]  # fmt: skip
+    done = subprocess.run(
+        command, cwd=root, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    tail = (done.stdout + done.stderr)[-3000:]
+    assert done.returncode == 0, tail
+    assert "3 passed" in done.stdout and "closed file" not in done.stdout, tail
+
+
 def test_connections_without_headers_are_closed(service) -> None:
     import uvicorn
 
@@ -268,7 +376,7 @@ def test_connections_without_headers_are_closed(service) -> None:
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        create_app(service), log_level="warning", lifespan="off",
+        create_app(service), log_config=None, log_level="warning", lifespan="off",
         http=header_timeout_protocol(0.5), timeout_keep_alive=5,
     )  # fmt: skip
     server = uvicorn.Server(config)
@@ -295,3 +403,16 @@ def test_connections_without_headers_are_closed(service) -> None:
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+def test_the_preparation_reads_the_serve_settings() -> None:
+    """Issue 31: ``PrepareOptions`` (a second, untyped copy of the serve options) is gone; the
+    preparation reads :class:`ServeSettings`, the one settings object of ``probrank serve``."""
+    import inspect
+
+    from probrank.serve import startup
+    from probrank.serve.server import ServeSettings
+
+    assert not hasattr(startup, "PrepareOptions")
+    annotation = inspect.signature(startup.prepare).parameters["options"].annotation
+    assert annotation in ("ServeSettings", ServeSettings)

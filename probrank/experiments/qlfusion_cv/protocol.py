@@ -112,6 +112,11 @@ def _run(
     config: QLFusionExperimentSettings, *, config_path: Path, seeds: int, progress: bool
 ) -> ExperimentResult:
     settings = config.quantifier
+    if settings.names_plugins and settings.plugin_folder is None:
+        # your own prior or likelihood beside the config imports in every worker process
+        folder = str(Path(config_path).resolve().parent)
+        settings = dataclasses.replace(settings, plugin_folder=folder)
+        config = dataclasses.replace(config, quantifier=settings)
     model = QLFusion(settings)
     variants = list(config.protocol.variants)
     unknown = set(variants) - set(VARIANTS)

@@ -70,17 +70,22 @@ class ProportionPosterior:
     """Posterior draws of the proportion of relevant documents in each (run, topic) list.
 
     Attributes:
-        draws: `S x R x n` draws of ``p_hat`` (the output layer's guide pushed through the net).
+        draws: `S x R x n` draws of the proportion: the likelihood's mean share given the
+            logits (:func:`probrank.likelihoods.mean_proportion`) under the output layer's
+            guide pushed through the net; ``sigmoid(logits)`` for the built-in likelihoods.
         run_names: The `R` runs, in the model's order.
         query_ids: The `n` topics.
         present: `R x n` bool, True where the run retrieved something for the topic (the
             other entries are predictions for an empty list and are not used).
+        latent: `S x R x n` the same draws' ``sigmoid(logits)``, the likelihood's input
+            (what the posterior predictive draws counts from); None: ``draws``.
     """
 
     draws: Tensor
     run_names: tuple[str, ...]
     query_ids: tuple[str, ...]
     present: Tensor
+    latent: Tensor | None = None
 
     @property
     def mean(self) -> Tensor:
@@ -193,7 +198,7 @@ class QLFusion:
         self._run_names = names
         validation = part(val_idx)
         shares = predictive_shares(
-            net.predict(validation["x"], s.posterior_samples, seed=seed),
+            net.predict(validation["x"], s.posterior_samples, seed=seed, latent=True),
             net.likelihoods()[0],
             s.depth,
             seed=seed,
@@ -446,8 +451,9 @@ class QLFusion:
         )
         num_samples = s.posterior_samples if num_samples is None else num_samples
         check_positive_int("num_samples", num_samples)
-        draws = net.predict(x, num_samples, seed=s.seed if seed is None else seed)
-        return ProportionPosterior(draws, self._run_names, tuple(topics), present)
+        logits = net.logit_draws(x, num_samples, seed=s.seed if seed is None else seed)
+        latent, draws = torch.sigmoid(logits), net.mean_proportion(logits)
+        return ProportionPosterior(draws, self._run_names, tuple(topics), present, latent)
 
     def proportions(
         self, runs: Sequence[Run], *, level: float | None = None, predictive: bool = False
@@ -466,7 +472,9 @@ class QLFusion:
 
         Returns:
             A ``pandas.DataFrame`` with columns ``run, qid, mean, lower, upper``, one row per
-            (run, topic) list the run retrieved.
+            (run, topic) list the run retrieved; ``mean`` is the posterior mean of the
+            likelihood's mean proportion (:class:`ProportionPosterior`), the number fusion
+            weighs by.
         """
         import pandas as pd
 
@@ -475,8 +483,9 @@ class QLFusion:
         level = s.credible_level if level is None else level
         if predictive:
             check_unit_interval("level", level)
+            latent = post.draws if post.latent is None else post.latent
             shares = predictive_shares(
-                post.draws, self._require_fitted().likelihoods()[0], s.depth, seed=s.seed
+                latent, self._require_fitted().likelihoods()[0], s.depth, seed=s.seed
             )
             lower, upper = predictive_interval(shares, level)
         else:

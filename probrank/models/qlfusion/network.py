@@ -43,7 +43,13 @@ from probrank.exceptions import InputDataError
 from probrank.fusion.normalize import normalize_scores
 from probrank.inference.ensemble_batches import EnsembleBatches
 from probrank.inference.svi import FitResult, FusedAdam, fit_svi
-from probrank.likelihoods.proportion import Likelihood, binomial_proportion, gaussian_proportion
+from probrank.likelihoods.proportion import (
+    Likelihood,
+    binomial_proportion,
+    gaussian_proportion,
+    likelihood_name,
+    mean_proportion,
+)
 from probrank.models.qlfusion.likelihoods import LatentConcentration
 from probrank.nn.bayesian_linear import BayesianLinear
 
@@ -253,6 +259,8 @@ class QLFusionNet(PyroModule):
         else:
             self.output = _DeterministicLinear(hidden, 1, num_models, generator)
         built = None if likelihood is None else likelihood(self.total_count)
+        if built is not None:
+            check_likelihood(built, likelihood)
         self._latent = built if isinstance(built, LatentConcentration) else None
         if self._latent is not None:  # log c of each member, learned with the network
             self.concentration_layer = _LogConcentration(
@@ -278,7 +286,7 @@ class QLFusionNet(PyroModule):
         """
         if self._latent is None:
             return
-        p_hat = self.predict(x, mean_weights=True)[0].double().clamp(1e-9, 1 - 1e-9)
+        p_hat = self.predict(x, mean_weights=True, latent=True)[0].double().clamp(1e-9, 1 - 1e-9)
         grid = torch.linspace(math.log(0.1), math.log(1e5), points, dtype=torch.float64)
         c = grid.exp().view(-1, 1, 1)  # G x 1 x 1
         total = torch.tensor(float(self.total_count), dtype=torch.float64)
@@ -414,9 +422,19 @@ class QLFusionNet(PyroModule):
 
     @torch.no_grad()
     def predict(
-        self, x: Tensor, num_samples: int = 100, *, seed: int = 0, mean_weights: bool = False
+        self,
+        x: Tensor,
+        num_samples: int = 100,
+        *,
+        seed: int = 0,
+        mean_weights: bool = False,
+        latent: bool = False,
     ) -> Tensor:
-        """Draws of ``p_hat`` from the fitted guide (or the point estimate).
+        """Draws of the predicted proportion from the fitted guide (or the point estimate).
+
+        The proportion is the likelihood's mean share given the logits
+        (:meth:`mean_proportion`; ``sigmoid(logits)`` for the built-ins), so that a probit
+        or zero-inflated likelihood's prediction means what the likelihood says.
 
         Args:
             x: `M x n x k` inputs.
@@ -424,9 +442,25 @@ class QLFusionNet(PyroModule):
                 with ``mean_weights``).
             seed: Seeds the draws.
             mean_weights: Use the guide's mean weights (one "draw").
+            latent: Return ``sigmoid(logits)``, the likelihood's input (what
+                :func:`~probrank.models.qlfusion.predictive.predictive_shares` and
+                :func:`~probrank.models.qlfusion.predictive.pointwise_log_likelihood` take),
+                instead of the mean proportion.
 
         Returns:
             `S x M x n` proportions (`1 x M x n` when deterministic or ``mean_weights``).
+        """
+        logits = self.logit_draws(x, num_samples, seed=seed, mean_weights=mean_weights)
+        return torch.sigmoid(logits) if latent else self.mean_proportion(logits)
+
+    @torch.no_grad()
+    def logit_draws(
+        self, x: Tensor, num_samples: int = 100, *, seed: int = 0, mean_weights: bool = False
+    ) -> Tensor:
+        """Draws of the logits, the likelihood's argument (arguments as :meth:`predict`).
+
+        Returns:
+            `S x M x n` logits (`1 x M x n` when deterministic or ``mean_weights``).
         """
         hidden = self.features(x)
         out: Any = self.output
@@ -434,12 +468,109 @@ class QLFusionNet(PyroModule):
             # the plain product, not out(hidden): calling a PyroModule outside a trace would
             # register its parameters in Pyro's global param store
             logits = torch.matmul(hidden, out.weight.transpose(-1, -2)) + out.bias.unsqueeze(-2)
-            return torch.sigmoid(logits.squeeze(-1)).unsqueeze(0)
+            return logits.squeeze(-1).unsqueeze(0)
         if mean_weights:
             w_loc, b_loc = out.weight_loc, out.bias_loc
             logits = torch.matmul(hidden, w_loc.transpose(-1, -2)) + b_loc.unsqueeze(-2)
-            return torch.sigmoid(logits.squeeze(-1)).unsqueeze(0)
-        return torch.sigmoid(out.predictive(hidden, num_samples, seed=seed).squeeze(-1))
+            return logits.squeeze(-1).unsqueeze(0)
+        return out.predictive(hidden, num_samples, seed=seed).squeeze(-1)
+
+    def mean_proportion(self, logits: Tensor) -> Tensor:
+        """The likelihood's expected share of relevant documents given the logits
+        (:func:`probrank.likelihoods.mean_proportion`), per member: the counts' likelihood
+        for the ``"binomial"`` members, ``sigmoid`` for the Gaussian (MSE) ones.
+
+        Args:
+            logits: `... x M x n` logits.
+
+        Returns:
+            `... x M x n` proportions.
+        """
+        counts, _ = self.likelihoods()
+        p_hat = torch.sigmoid(logits)
+        if not bool(self.binomial.any()):
+            return p_hat
+        mean = mean_proportion(counts, logits, self.total_count)
+        return torch.where(self.binomial.view(-1, 1), mean, p_hat)
+
+
+def _likelihood_error(net: QLFusionNet, message: str) -> InputDataError:
+    """An error about the network's counts' likelihood: a :class:`~probrank._plugins.
+    PluginError` naming its ``"module:callable"`` when it came from a config."""
+    from probrank._plugins import PluginError
+
+    target = getattr(net.likelihoods()[0], "target", None)
+    if isinstance(target, str):
+        return PluginError(message, target=target)
+    return InputDataError(message)
+
+
+def check_likelihood_on_data(net: QLFusionNet, x: Tensor, counts: Tensor, mask: Tensor) -> None:
+    """Check the counts' likelihood on the real training lists at the network's current
+    (initial) logits: finite ``log_prob``, finite gradient in the logits and a finite mean
+    proportion for every list, so that a likelihood that is NaN only on real data is named
+    (with the list) instead of ending the SVI loop with "the training loss became nan".
+
+    Args:
+        net: The network (its ``"binomial"`` members use the likelihood).
+        x: `M x N x k` inputs.
+        counts: `M x N` relevant counts.
+        mask: `M x N` bool, False on padding rows.
+
+    Raises:
+        InputDataError: naming the likelihood, the list and its count (a
+            :class:`~probrank._plugins.PluginError` for a config's ``"module:callable"``).
+    """
+    likelihood = net.likelihoods()[0]
+    name = likelihood_name(likelihood)
+    with torch.no_grad():
+        logits = net.logit_draws(x, 1, seed=0, mean_weights=True)[0]
+    leaf = logits.detach().requires_grad_(True)
+    keep = mask.bool() & net.binomial.view(-1, 1)
+    try:  # as training evaluates it: without argument validation (fit_svi's validate=False)
+        with torch.enable_grad(), pyro.validation_enabled(False):
+            log_prob = likelihood(leaf).log_prob(counts)
+            (grad,) = torch.autograd.grad(log_prob[keep].sum(), leaf, allow_unused=True)
+    except Exception as exc:
+        raise _likelihood_error(
+            net, f"the likelihood {name} failed on the training counts: {type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:300]}"
+        ) from exc  # fmt: skip
+    grad = torch.zeros_like(logits) if grad is None else grad
+    log_prob = log_prob.detach()
+    bad = keep & ~(torch.isfinite(log_prob) & torch.isfinite(grad))
+    if bool(bad.any()):
+        m, i = (int(v) for v in bad.nonzero()[0])
+        what = "log_prob" if not bool(torch.isfinite(log_prob[m, i])) else "its gradient"
+        raise _likelihood_error(
+            net, f"the likelihood {name}: {what} is not finite on {int(bad.sum())} training "
+            f"list(s), first a list with {float(counts[m, i]):g} relevant of "
+            f"{net.total_count} at logit {float(logits[m, i]):.4g} (log_prob "
+            f"{float(log_prob[m, i])}); it must be finite for every count in [0, "
+            f"{net.total_count}]"
+        )  # fmt: skip
+    try:
+        net.mean_proportion(logits)
+    except InputDataError as exc:
+        raise _likelihood_error(net, exc.reason) from None
+
+
+def check_likelihood(built: object, factory: object) -> None:
+    """A likelihood factory's result must be a callable of logits, not a distribution (Pyro
+    distributions are callable: calling one with logits would *sample* with the logits as
+    the sample shape, and fail far from the cause).
+
+    Raises:
+        InputDataError: naming the factory and what it returned.
+    """
+    from torch.distributions import Distribution
+
+    if isinstance(built, Distribution) or not callable(built):
+        raise InputDataError(
+            f"the likelihood factory {likelihood_name(factory)}(total_count, ...) must return "
+            f"a callable of logits (logits -> distribution), got a {type(built).__name__}"
+            + (": wrap it, `return lambda logits: ...`" if isinstance(built, Distribution) else "")
+        )
 
 
 class _LogConcentration(PyroModule):
@@ -486,14 +617,17 @@ class TrainedQuantifier:
         num_samples: int = 100,
         *,
         seed: int = 0,
+        latent: bool = False,
     ) -> Tensor:
-        """Posterior predictive draws of ``p_hat`` under each member's chosen batch size.
+        """Posterior draws of the proportion under each member's chosen batch size.
 
         Args:
             x: `M x n x k` inputs.
             loss: Which loss's quantifiers to use.
             num_samples: `S` draws (1 for the deterministic twin).
             seed: Seeds the draws.
+            latent: ``sigmoid(logits)`` (the likelihood's input) instead of the likelihood's
+                mean proportion (see :meth:`QLFusionNet.predict`).
 
         Returns:
             `S x M x n` proportions.
@@ -501,7 +635,7 @@ class TrainedQuantifier:
         b, l_count = len(self.batch_sizes), len(self.losses)
         member = self.chosen_members(loss)
         full = x.unsqueeze(0).expand(b * l_count, *x.shape).reshape(-1, *x.shape[1:])
-        draws = self.net.predict(full, num_samples, seed=seed)
+        draws = self.net.predict(full, num_samples, seed=seed, latent=latent)
         return draws[:, member]
 
     def chosen_members(self, loss: QuantifierLoss | str = QuantifierLoss.BINOMIAL) -> Tensor:
@@ -666,23 +800,30 @@ def train_quantifier(
         # a member past its own epoch limit can no longer improve (its best is kept)
         return torch.where(periods_done[0] > limit_periods, math.inf, mae)
 
-    fit = fit_svi(
-        net.model,
-        net.guide,
-        batches,
-        optimizer=FusedAdam({"lr": lr}),
-        loss=TraceMeanField_ELBO(),
-        max_epochs=max_periods,
-        patience=patience_periods,
-        metric=metric,
-        seed=seed,
-        progress=progress,
-        description="quantifiers" + ("" if bayesian else " (det.)"),
-        validate=False,
-    )
-    net.refit_concentration(
-        tile(x, copies), tile(counts, copies), tile(mask, copies)
-    )  # a latent c at its MAP given the best-epoch network
+    tiled = tile(x, copies), tile(counts, copies), tile(mask, copies)
+    if likelihood is not None:  # your own likelihood, on the real counts before any step
+        check_likelihood_on_data(net, *tiled)
+    try:
+        fit = fit_svi(
+            net.model,
+            net.guide,
+            batches,
+            optimizer=FusedAdam({"lr": lr}),
+            loss=TraceMeanField_ELBO(),
+            max_epochs=max_periods,
+            patience=patience_periods,
+            metric=metric,
+            seed=seed,
+            progress=progress,
+            description="quantifiers" + ("" if bayesian else " (det.)"),
+            validate=False,
+        )
+    except ValueError as exc:  # InputDataError too: "the training loss became nan"
+        if likelihood is None or "nan" not in str(exc).lower():
+            raise
+        name = likelihood_name(net.likelihoods()[0])
+        raise _likelihood_error(net, f"training failed with the likelihood {name}: {exc}") from exc
+    net.refit_concentration(*tiled)  # a latent c at its MAP given the best-epoch network
     shape = (len(sizes), len(loss_list), members)
     val_mae = torch.as_tensor(fit.best_metric, dtype=torch.float64).view(shape)
     best_period = torch.as_tensor(fit.best_epoch, dtype=torch.float64).view(shape)

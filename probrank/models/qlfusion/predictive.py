@@ -172,8 +172,7 @@ def members_loo(log_lik: Tensor, mask: Tensor) -> dict[str, float]:
         log_lik: `S x M x n` pointwise log-likelihoods (:func:`pointwise_log_likelihood`).
         mask: `M x n` bool, False on padding rows.
     """
-    import arviz as az
-
+    from probrank._arviz import build
     from probrank.diagnostics import loo
 
     elpd = variance = p_loo = bad = lists = 0.0
@@ -183,7 +182,7 @@ def members_loo(log_lik: Tensor, mask: Tensor) -> dict[str, float]:
         values = log_lik[:, m, keep].numpy()[None]  # chain x draw x list
         # independent draws of the guide: relative efficiency 1 (what ArviZ takes for one
         # chain), so no posterior group and no convergence summary of it
-        result = loo(az.from_dict(log_likelihood={"k": values}), reff=1.0)
+        result = loo(build({"log_likelihood": {"k": values}}), reff=1.0)
         elpd += result.elpd_loo
         variance += result.se**2
         p_loo += result.p_loo

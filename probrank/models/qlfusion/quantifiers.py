@@ -233,8 +233,8 @@ def _neural_group(
         "quantifiers": {}, "batch_sizes": {}, "val_mae": {}, "val_predictions": {},
     }  # fmt: skip
 
-    def draws(x: Tensor, variant: Variant) -> Tensor:
-        return trained.draws(x, variant.loss, settings.posterior_samples, seed=seed)
+    def draws(x: Tensor, variant: Variant, *, latent: bool = False) -> Tensor:
+        return trained.draws(x, variant.loss, settings.posterior_samples, seed=seed, latent=latent)
 
     def weight(draws: Tensor, variant: Variant) -> Tensor:
         if variant.weight is WeightRule.LOWER:
@@ -250,10 +250,11 @@ def _neural_group(
         test_draws = draws(test["x"], variant)
         preds[name] = weight(test_draws, variant)
         likelihood = trained.likelihood(variant.loss)
-        shares = predictive_shares(test_draws, likelihood, n_list, seed=seed)
+        latent = draws(test["x"], variant, latent=True)  # the likelihood's input
+        shares = predictive_shares(latent, likelihood, n_list, seed=seed)
         info["coverage"][name] = interval_coverage(shares, test["counts"] / n_list, test["mask"])
         if bayesian and variant.loss is QuantifierLoss.BINOMIAL:  # the counts' likelihood
-            loo_draws = trained.draws(train["x"], variant.loss, LOO_DRAWS, seed=seed)
+            loo_draws = trained.draws(train["x"], variant.loss, LOO_DRAWS, seed=seed, latent=True)
             log_lik = pointwise_log_likelihood(loo_draws, likelihood, train["counts"])
             info["loo"][name] = members_loo(log_lik, train["mask"])
         concentration = trained.net.concentration

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from probrank._config import SchemaError
@@ -89,6 +90,42 @@ under a LogNormal(log ``prior_median``, ``prior_sd``) prior,
 :class:`probrank.models.qlfusion.likelihoods.LatentConcentration`)."""
 
 
+class _NamedLikelihood:
+    """A config's likelihood, named after its ``"module:callable"`` in messages; its declared
+    ``mean_proportion`` (if any) kept."""
+
+    def __init__(self, likelihood: Callable[[Any], Any], name: str, target: str) -> None:
+        self.likelihood = likelihood
+        self.name = name
+        self.target = target
+        declared = getattr(likelihood, "mean_proportion", None)
+        if declared is not None:
+            self.mean_proportion = declared
+
+    def __call__(self, logits: Any) -> Any:
+        return self.likelihood(logits)
+
+
+class _PluginLikelihood:
+    """``total_count -> likelihood`` of a config's ``"module:callable"`` (a resolved plug-in),
+    whose likelihoods carry the callable's name (:func:`probrank.likelihoods.likelihood_name`)."""
+
+    def __init__(self, spec: Any) -> None:
+        self.spec = spec
+        self.target = spec.target
+        self.name = f"{spec.target!r} (QLFusion setting likelihood)"
+
+    def __call__(self, total_count: int) -> Any:
+        from torch.distributions import Distribution
+
+        from probrank.models.qlfusion.likelihoods import LatentConcentration
+
+        built = self.spec.build(total_count)
+        if isinstance(built, (Distribution, LatentConcentration)) or not callable(built):
+            return built  # refused (or recognised) by the network
+        return _NamedLikelihood(built, self.name, self.spec.target)
+
+
 def _plugin_field(kind: PluginKind, builtins: Mapping[str, Any], default: str) -> Any:
     return field(default=default, metadata={"plugin": PluginField(kind, tuple(builtins))})
 
@@ -128,7 +165,11 @@ class QLFusionSettings:
             ``fn(total_count, **likelihood_args)`` returning a callable of logits `... x m`
             to a distribution with batch shape `... x m` (:mod:`probrank._plugins` checks it).
         likelihood_args: Keyword arguments of ``likelihood``.
-        seed: Seeds the split, training and the posterior draws.
+        plugin_folder: A folder put first on the import path while a ``"module.path:callable"``
+            prior or likelihood is imported (a config's folder: the ``qlfusion_cv`` protocol
+            sets it, so that the module beside the config imports in every process, Ray
+            workers included; on several machines it must be on a shared file system); None:
+            the import path as it is.
         progress: Show a progress bar while training (tqdm).
     """
 
@@ -154,6 +195,7 @@ class QLFusionSettings:
         PluginKind.PROPORTION_LIKELIHOOD, PROPORTION_LIKELIHOODS, "latent_beta_binomial"
     )
     likelihood_args: dict[str, float] = field(default_factory=dict)
+    plugin_folder: str | None = None
     seed: int = 0
     progress: bool = True
 
@@ -174,6 +216,8 @@ class QLFusionSettings:
             )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise InputDataError(f"seed must be an integer, got {self.seed!r}")
+        if self.plugin_folder is not None and not isinstance(self.plugin_folder, str):
+            raise InputDataError(f"plugin_folder must be a folder, got {self.plugin_folder!r}")
         if not isinstance(self.progress, bool):
             raise InputDataError(f"progress must be true or false, got {self.progress!r}")
         set_enum(self, "estimator", Estimator)
@@ -216,7 +260,9 @@ class QLFusionSettings:
         """The output layer's weight prior (a Pyro distribution over one weight)."""
         if self.prior in PRIORS:
             return PRIORS[self.prior](**self.prior_args)
-        return resolve(self.prior, self.prior_args, PluginKind.PRIOR, key="prior").build()
+        return resolve(
+            self.prior, self.prior_args, PluginKind.PRIOR, key="prior", folder=self._folder()
+        ).build()
 
     def likelihood_factory(self) -> Callable[[int], Any]:
         """``total_count -> (logits -> Distribution)``: the counts' likelihood."""
@@ -224,8 +270,22 @@ class QLFusionSettings:
         if self.likelihood in PROPORTION_LIKELIHOODS:
             builtin = PROPORTION_LIKELIHOODS[self.likelihood]
             return lambda total_count: builtin(total_count, **args)
-        spec = resolve(self.likelihood, args, PluginKind.PROPORTION_LIKELIHOOD, key="likelihood")
-        return spec.build
+        spec = resolve(
+            self.likelihood,
+            args,
+            PluginKind.PROPORTION_LIKELIHOOD,
+            key="likelihood",
+            folder=self._folder(),
+        )
+        return _PluginLikelihood(spec)
+
+    def _folder(self) -> Path | None:
+        return None if self.plugin_folder is None else Path(self.plugin_folder)
+
+    @property
+    def names_plugins(self) -> bool:
+        """Whether the prior or the likelihood is a ``"module.path:callable"``."""
+        return is_plugin(self.prior) or is_plugin(self.likelihood)
 
     @property
     def papers_model(self) -> bool:
