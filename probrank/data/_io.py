@@ -17,12 +17,24 @@ from typing import IO, Any
 from probrank._files import atomic_open
 from probrank.exceptions import InputDataError
 
-__all__ = ["atomic_write", "check_separators", "json_line", "read_text", "read_text_lines"]
+__all__ = [
+    "atomic_write",
+    "check_separators",
+    "json_line",
+    "read_bytes",
+    "read_text",
+    "read_text_lines",
+]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def _read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path) -> bytes:
+    """The bytes of a file, gunzipped when they start with gzip's magic bytes.
+
+    Raises:
+        InputDataError: the file is missing or unreadable, or corrupt gzip data.
+    """
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -52,7 +64,7 @@ def read_text(path: str | os.PathLike[str]) -> str:
             names the line).
     """
     path = Path(path)
-    data = _read_bytes(path)
+    data = read_bytes(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

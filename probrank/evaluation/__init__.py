@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 from probrank.evaluation.measures import (
     DEFAULT_MEASURES,
     Evaluator,
+    RunValues,
     evaluate,
+    evaluate_many,
     evaluate_per_query,
     parse_measures,
 )
@@ -121,6 +123,7 @@ __all__ = [
     "Correction",
     "Evaluator",
     "ReliabilityCurve",
+    "RunValues",
     "SignificanceTest",
     "average_precision",
     "bayesian_compare",
@@ -129,6 +132,7 @@ __all__ = [
     "compare",
     "evaluate",
     "evaluate_batch",
+    "evaluate_many",
     "evaluate_per_query",
     "expected_calibration_error",
     "expected_ranking_calibration_error",

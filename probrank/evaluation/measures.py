@@ -28,7 +28,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from probrank.data.trec import Qrels, Run
+from probrank.data.trec import OnDuplicate, Qrels, Run
 from probrank.evaluation.trec_eval import (
     MeasureSpec,
     TopicValues,
@@ -36,6 +36,7 @@ from probrank.evaluation.trec_eval import (
     parse_measure_names,
 )
 from probrank.evaluation.trec_eval.engine import check_options
+from probrank.evaluation.trec_eval.files import RunLike, RunValues
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,7 +46,9 @@ __all__ = [
     "Evaluator",
     "QrelsLike",
     "RunLike",
+    "RunValues",
     "evaluate",
+    "evaluate_many",
     "evaluate_per_query",
     "parse_measures",
     "per_query_values",
@@ -79,8 +82,6 @@ def parse_measures(names: Iterable[str] | str) -> list[MeasureSpec]:
 
 QrelsLike = Qrels | Mapping[str, Mapping[str, int]] | str | os.PathLike[str]
 """Judgements: a :class:`Qrels`, a mapping ``query_id -> {doc_id: grade}`` or a file path."""
-RunLike = Run | Mapping[str, Mapping[str, float]] | str | os.PathLike[str]
-"""A run: a :class:`Run`, a mapping ``query_id -> {doc_id: score}`` or a file path."""
 
 
 def _as_qrels(qrels: QrelsLike) -> Qrels:
@@ -166,6 +167,35 @@ class Evaluator:
         """trec_eval's ``all`` line from per-query values."""
         return self._engine.aggregate(values)
 
+    def evaluate_many(
+        self,
+        runs: Iterable[RunLike],
+        *,
+        on_duplicate: OnDuplicate | str = OnDuplicate.ERROR,
+        threads: int | None = None,
+    ) -> list[RunValues]:
+        """Per-query and ``all`` values of many runs, evaluated together.
+
+        Run files are read with the compiled reader
+        (:func:`~probrank.data.trec_columns.read_run_columns`), several at a time on
+        ``threads`` threads, and every ranking of a group of files is ordered and evaluated
+        at once; a file that reader does not vouch for is read by :meth:`Run.read`, which
+        words any error. The values are those of :meth:`per_query` and :meth:`aggregate`.
+
+        Args:
+            runs: Runs: :class:`Run` objects, mappings or file paths.
+            on_duplicate: For files: what to do with a (query, document) pair seen twice.
+            threads: Files read at once; default: the process's thread count
+                (``--threads``, ``$PROBRANK_THREADS`` or ``$OMP_NUM_THREADS``, else the CPUs).
+
+        Raises:
+            InputDataError: a file that cannot be read (the first, in the given order; before
+                any run is evaluated), or a run that shares no query with the qrels.
+        """
+        from probrank.evaluation.trec_eval.files import evaluate_many
+
+        return evaluate_many(self._engine, list(runs), on_duplicate, threads)
+
     def __call__(self, run: RunLike) -> dict[str, float]:
         """Aggregate measure values of ``run``."""
         return self.aggregate(self.per_query(run))
@@ -219,6 +249,27 @@ def evaluate(
         qrels, measures, relevance_level=relevance_level, all_queries=all_queries, depth=depth
     )
     return evaluator(run)
+
+
+def evaluate_many(
+    qrels: QrelsLike,
+    runs: Iterable[RunLike],
+    measures: Sequence[str] | str = DEFAULT_MEASURES,
+    *,
+    relevance_level: int | None = None,
+    all_queries: bool = False,
+    depth: int | None = None,
+    on_duplicate: OnDuplicate | str = OnDuplicate.ERROR,
+) -> list[dict[str, float]]:
+    """Aggregate measure values of many runs (one dict per run, in order), evaluated
+    together (:meth:`Evaluator.evaluate_many`).
+
+    Arguments are those of :func:`evaluate`; ``on_duplicate`` applies to run files.
+    """
+    evaluator = Evaluator(
+        qrels, measures, relevance_level=relevance_level, all_queries=all_queries, depth=depth
+    )
+    return [v.totals for v in evaluator.evaluate_many(runs, on_duplicate=on_duplicate)]
 
 
 def evaluate_per_query(

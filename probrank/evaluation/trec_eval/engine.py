@@ -21,11 +21,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from probrank.evaluation.trec_eval.formulas import FORMULAS, MIN_GEO_MEAN, Formula
 from probrank.evaluation.trec_eval.names import Aggregate, MeasureSpec
 from probrank.evaluation.trec_eval.ranking import JudgedTopic, RankedTopic
+from probrank.evaluation.trec_eval.rows import ranked_chunks
+from probrank.evaluation.trec_eval.vectorised import row_values
 from probrank.exceptions import InputDataError
+
+if TYPE_CHECKING:
+    from probrank.data.trec_columns import RunColumns
+    from probrank.evaluation.trec_eval.batch import QrelsIndex
 
 __all__ = ["TopicValues", "TrecEvalEngine", "check_options"]
 
@@ -87,6 +96,8 @@ class TrecEvalEngine:
             (m.name, FORMULAS[m.family], m, m.level(relevance_level)) for m in self.measures
         ]
         self._zeroed = [m.name for m in self.measures if m.family in _ZEROED_FOR_MISSING]
+        self._missing_rows: dict[str, dict[str, float]] = {}
+        self._index: QrelsIndex | None = None
 
     def judged(self, qid: str) -> JudgedTopic:
         """The prepared judgements of one qrels topic (built on first use)."""
@@ -104,23 +115,114 @@ class TrecEvalEngine:
             InputDataError: no topic to evaluate (the run and the qrels share none and
                 ``-c`` is off).
         """
-        values: TopicValues = {}
-        formulas = self._formulas
-        for qid in self._order:
-            scores = run.get(qid)
-            if scores:
-                topic = RankedTopic.rank(self.judged(qid), scores, self.depth)
-                values[qid] = {name: f(topic, spec, level) for name, f, spec, level in formulas}
-            elif self.all_queries:  # absent (an in-memory run may also hold an empty topic)
-                topic = RankedTopic.missing(self.judged(qid))
-                row = {name: f(topic, spec, level) for name, f, spec, level in formulas}
-                row.update(dict.fromkeys(self._zeroed, 0.0))
-                values[qid] = row
-        if not values:
-            raise InputDataError(
-                f"run {run_name!r} and the qrels share no query (trec_eval would stop too)"
-            )
-        return values
+        return self.per_query_many([run], [run_name])[0]
+
+    def per_query_many(
+        self, runs: Sequence[Mapping[str, Mapping[str, float]]], names: Sequence[str]
+    ) -> list[TopicValues]:
+        """Per-topic values of each run (as :meth:`per_query`), every ranking of every run
+        evaluated at once (:mod:`~probrank.evaluation.trec_eval.vectorised`).
+
+        Args:
+            runs: ``query_id -> {doc_id: score}`` mappings.
+            names: The runs' names (for messages).
+
+        Raises:
+            InputDataError: a run that shares no topic with the qrels (and ``-c`` is off).
+        """
+        codes: list[np.ndarray] = []
+        pieces: list[np.ndarray] = []
+        for run in runs:
+            present: list[int] = []
+            for code, qid in enumerate(self._order):
+                scores = run.get(qid)
+                if scores:  # an in-memory run may hold an empty topic: absent
+                    pieces.append(RankedTopic.rank(self.judged(qid), scores, self.depth).rels)
+                    present.append(code)
+            codes.append(np.asarray(present, dtype=np.int64))
+        num_ret = np.fromiter(map(len, pieces), np.int64, len(pieces))
+        flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+        return self.tables(codes, flat, num_ret, names)
+
+    def tables(
+        self,
+        codes: Sequence[np.ndarray],
+        flat: np.ndarray,
+        num_ret: np.ndarray,
+        names: Sequence[str],
+    ) -> list[TopicValues]:
+        """Per-topic values of runs given as rankings of relevance values.
+
+        Args:
+            codes: For each run, the `num_topics` int64 indices (ascending) into the qrels
+                topics in trec_eval's order of the topics it ranks.
+            flat: `sum(num_ret)` int64 relevance values of every ranking, run after run and
+                topic after topic, best first (see :class:`RankedTopic`).
+            num_ret: `sum(num_topics)` int64 ranking lengths.
+            names: The runs' names (for messages).
+
+        Raises:
+            InputDataError: a run that shares no topic with the qrels (and ``-c`` is off).
+        """
+        judged = [self.judged(self._order[c]) for run in codes for c in run.tolist()]
+        names_ = [name for name, *_ in self._formulas]
+        matrix = np.zeros((len(self._formulas), num_ret.size))
+        for rows, chunk in ranked_chunks(flat, num_ret, judged):
+            for m, (_, _, spec, level) in enumerate(self._formulas):
+                matrix[m, rows] = row_values(chunk, spec, level)
+        columns = matrix.tolist()
+        tables: list[TopicValues] = []
+        start = 0
+        for run_codes, run_name in zip(codes, names, strict=True):
+            present = run_codes.tolist()
+            values: TopicValues = {}
+            if self.all_queries:
+                where = dict(zip(present, range(start, start + len(present)), strict=True))
+                for code, qid in enumerate(self._order):
+                    row = where.get(code)
+                    if row is None:
+                        values[qid] = dict(self._missing(qid))
+                    else:
+                        values[qid] = {
+                            n: column[row] for n, column in zip(names_, columns, strict=True)
+                        }
+            else:
+                for row, code in enumerate(present, start):
+                    values[self._order[code]] = {
+                        n: column[row] for n, column in zip(names_, columns, strict=True)
+                    }
+            start += len(present)
+            if not values:
+                raise InputDataError(
+                    f"run {run_name!r} and the qrels share no query (trec_eval would stop too)"
+                )
+            tables.append(values)
+        return tables
+
+    def per_query_columns(self, runs: Sequence[RunColumns]) -> list[TopicValues]:
+        """Per-topic values of runs read as columns
+        (:func:`~probrank.data.trec_columns.read_run_columns`), ranked all at once
+        (:func:`~probrank.evaluation.trec_eval.batch.rank_columns`).
+
+        Raises:
+            InputDataError: a run that shares no topic with the qrels (and ``-c`` is off).
+        """
+        from probrank.evaluation.trec_eval.batch import QrelsIndex, rank_columns
+
+        if self._index is None:
+            self._index = QrelsIndex(self._order, {q: self.judged(q) for q in self._order})
+        codes, flat, num_ret = rank_columns(self._index, runs, self.depth)
+        return self.tables(codes, flat, num_ret, [run.name for run in runs])
+
+    def _missing(self, qid: str) -> dict[str, float]:
+        """``-c``'s values of a qrels topic the run lacks (the same for every run)."""
+        row = self._missing_rows.get(qid)
+        if row is None:
+            topic = RankedTopic.missing(self.judged(qid))
+            row = {name: f(topic, spec, level) for name, f, spec, level in self._formulas}
+            row.update(dict.fromkeys(self._zeroed, 0.0))
+            self._missing_rows[qid] = row
+        return row
 
     def aggregate(self, values: TopicValues) -> dict[str, float]:
         """trec_eval's ``all`` line from per-topic values (as :meth:`per_query` returns them)."""

@@ -1,0 +1,86 @@
+"""Group commit: judgements recorded at once by many threads are committed together, each
+caller acknowledged only after the commit that holds it, a refused one leaving the rest."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from probrank.serve.store import Choice, Judgement, JudgementStore, StaleRoundError
+
+
+def _judgement(jid: str, annotator: str, round_: int, choice: Choice = Choice.LEFT) -> Judgement:
+    return Judgement(
+        id=jid, annotator=annotator, qid="q1", round=round_, left=0, right=1,
+        left_id="a", right_id="b", choice=choice,
+    )  # fmt: skip
+
+
+def _record_all(store: JudgementStore, judgements: list[Judgement]) -> list[object]:
+    """Record every judgement on its own thread, all released at once; each one's result or
+    exception."""
+    results: list[object] = [None] * len(judgements)
+    start = threading.Barrier(len(judgements))
+
+    def work(i: int) -> None:
+        start.wait()
+        try:
+            results[i] = store.record(judgements[i])
+        except Exception as exc:
+            results[i] = exc
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(judgements))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_concurrent_judgements_are_each_stored_once_and_returned(tmp_path: Path) -> None:
+    with JudgementStore(tmp_path / "j.sqlite") as store:
+        judgements = [_judgement(f"j{a}-{r}", f"ann{a}", r) for a in range(12) for r in range(3)]
+        results = _record_all(store, judgements)
+        assert all(isinstance(r, tuple) and r[1] for r in results)
+        stored = {r[0].id: r[0] for r in results}  # type: ignore[index]
+        assert set(stored) == {j.id for j in judgements}
+        assert sorted(s.seq for s in stored.values()) == list(range(1, len(judgements) + 1))
+        assert store.count() == len(judgements)
+        on_disk = {j.id: j for j in store.judgements()}
+        assert on_disk == stored  # what each caller was told is what was committed
+
+
+def test_a_refused_judgement_in_a_batch_leaves_the_others(tmp_path: Path) -> None:
+    with JudgementStore(tmp_path / "j.sqlite") as store:
+        judgements = [_judgement(f"a{i}", "ann", 0, Choice.LEFT) for i in range(6)]
+        judgements += [_judgement(f"b{i}", f"other{i}", 0) for i in range(6)]
+        judgements += [_judgement("b0", "other0", 0)] * 3  # the same id again: stored once
+        results = _record_all(store, judgements)
+        first_round = [r for r in results[:6] if isinstance(r, tuple)]
+        refused = [r for r in results[:6] if isinstance(r, StaleRoundError)]
+        assert len(first_round) == 1 and len(refused) == 5  # one answer to round 0
+        assert all(isinstance(r, tuple) for r in results[6:])
+        created = [r[1] for r in results[6:] if isinstance(r, tuple)]
+        assert created.count(True) == 6  # b0..b5 once each; the repeats return the stored row
+        assert store.count() == 7
+
+
+def test_a_failed_commit_acknowledges_nothing(tmp_path: Path, monkeypatch) -> None:
+    with JudgementStore(tmp_path / "j.sqlite") as store:
+        real = store._stage
+
+        def failing(entry):  # type: ignore[no-untyped-def]
+            if entry.judgement.id == "boom":
+                raise sqlite3.OperationalError("disk I/O error")
+            return real(entry)
+
+        monkeypatch.setattr(store, "_stage", failing)
+        with pytest.raises(sqlite3.OperationalError):
+            store.record(_judgement("boom", "ann", 0))
+        assert store.count() == 0
+        monkeypatch.setattr(store, "_stage", real)
+        stored, created = store.record(_judgement("fine", "ann", 0))
+        assert created and stored.seq >= 1 and store.count() == 1
