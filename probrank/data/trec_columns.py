@@ -341,7 +341,8 @@ def _duplicated(qid: Any, docno: Any, file_of: np.ndarray) -> np.ndarray:
     fingerprints meet are compared as strings.
     """
     queries = numbers(compute("dictionary_encode", qid).indices, np.int32).astype(np.uint64)
-    group = file_of.astype(np.uint64) * np.uint64(int(queries.max(initial=0)) + 1) + queries
+    span = np.uint64(int(np.max(queries, initial=0)) + 1)
+    group: np.ndarray = file_of.astype(np.uint64) * span + queries
     keys = _fingerprints(docno) ^ (group * _MIX[2] + _MIX[0])
     ordered = np.sort(keys)
     met = ordered[1:][ordered[1:] == ordered[:-1]]

@@ -142,7 +142,7 @@ def reciprocal_rank(topic: RankedTopic, spec: MeasureSpec, level: int) -> float:
     relevant = topic.relevant(level)
     if spec.cutoff is not None:
         relevant = relevant[: spec.cutoff]
-    first = int(relevant.argmax()) if relevant.size else 0
+    first = int(np.argmax(relevant)) if relevant.size else 0
     return 1.0 / (first + 1.0) if relevant.size and relevant[first] else 0.0
 
 
