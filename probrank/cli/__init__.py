@@ -56,6 +56,7 @@ COMMANDS: dict[str, str] = {
     "interactive": "simulated (or --human) interactive answer selection",
     "serve": "web pages for pairwise relevance judging by many annotators",
     "annotators": "add, revoke or list the annotators of a judging database (their links)",
+    "pool": "simulate pooling strategies against full qrels, or pick documents to judge next",
 }
 """The subcommands, by name, in ``--help`` order, with their one-line help; the module
 ``probrank.cli.<name>`` holds the rest."""

@@ -1,0 +1,133 @@
+"""Pooling strategies against full qrels: how well each ranks the runs with part of the pool.
+
+Every strategy of :mod:`probrank.pooling` simulates judging the depth-100 pool of
+
+* ``dl2021``: TREC 2021 Deep Learning passage runs (63 runs, top 100, 53 topics; relevant at
+  grade >= 2), ``../shared/data/pooling/trec-dl-2021-passage``;
+* ``robust03``: TREC 2003 Robust runs (17 runs cut at 100, 100 topics; relevant at grade >= 1),
+  ``../shared/data/fusion/robust03``;
+
+up to each budget (shares of the pool), over several seeds. At each budget: Kendall's tau of
+the runs' MAP and nDCG@10 estimates against the full qrels' values (cut at depth 100,
+trec_eval ``-M 100``), the RMSE of MAP, the relevant documents found, the share of runs whose
+90% interval covers their true MAP (strategies with intervals: ``bayesian``), and the seconds
+from the start of the simulation (strategy and estimates; the truth's evaluation excluded).
+Means over seeds. Prints a table, then one JSON object.
+
+Run: ``.venv/bin/python benchmarks/pooling.py [--collections dl2021 robust03] [--strategies
+...] [--budgets 1 2 5 10 20 30] [--seeds 5] [--quick] [--json-out FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from probrank.data import Qrels, shared_data_dir
+from probrank.pooling.simulate import read_runs, simulate
+from probrank.pooling.strategies import StrategyName
+
+COLLECTIONS = {
+    "dl2021": ("pooling/trec-dl-2021-passage", "qrels.txt", 2),
+    "robust03": ("fusion/robust03", "qrels.txt", 1),
+}
+
+
+def _load(name: str) -> tuple[Qrels, list[Any], int]:
+    folder, qrels_name, level = COLLECTIONS[name]
+    root = shared_data_dir() / folder
+    runs = read_runs(sorted(glob.glob(str(root / "runs" / "*.gz"))))
+    runs = [run.truncate(100) for run in runs]
+    return Qrels.read(root / qrels_name), runs, level
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--collections", nargs="+", default=list(COLLECTIONS), choices=list(COLLECTIONS)
+    )
+    parser.add_argument(
+        "--strategies",
+        nargs="+",
+        default=[s.value for s in StrategyName],
+        choices=[s.value for s in StrategyName],
+    )
+    parser.add_argument(
+        "--budgets",
+        nargs="+",
+        type=float,
+        default=[1, 2, 5, 10, 20, 30],
+        help="shares of the pool, in percent",
+    )
+    parser.add_argument("--seeds", type=int, default=5, help="seeds 0 .. SEEDS-1 (default 5)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="one seed, budgets 1 2 5 10 (overrides --seeds and --budgets)",
+    )
+    parser.add_argument("--json-out", default=None, help="also write the JSON here")
+    args = parser.parse_args()
+    if args.quick:
+        args.seeds, args.budgets = 1, [1, 2, 5, 10]
+    budgets = [f"{b:g}%" for b in args.budgets]
+    rows: list[dict[str, Any]] = []
+    header = (
+        f"{'collection':<10} {'strategy':<16} {'budget':>6} {'judged':>7} {'tau_map':>8} "
+        f"{'tau_ndcg':>8} {'rmse_map':>8} {'relevant':>8} {'coverage':>8} {'seconds':>8}"
+    )
+    print(header)
+    for collection in args.collections:
+        qrels, runs, level = _load(collection)
+        for strategy in args.strategies:
+            per_seed = []
+            for seed in range(args.seeds):
+                result = simulate(qrels, runs, strategy, budgets, seed=seed, level=level)
+                per_seed.append(result.budgets)
+            for i, budget in enumerate(budgets):
+                results = [seeds[i] for seeds in per_seed]
+                cover = [r.coverage for r in results if not np.isnan(r.coverage)]
+                row = {
+                    "collection": collection,
+                    "strategy": strategy,
+                    "budget": budget,
+                    "judged": int(np.mean([r.judgements for r in results])),
+                    "tau_map": float(np.mean([r.tau_map for r in results])),
+                    "tau_ndcg_cut_10": float(np.mean([r.tau_ndcg for r in results])),
+                    "rmse_map": float(np.mean([r.rmse_map for r in results])),
+                    "relevant_found": float(np.mean([r.relevant_found for r in results])),
+                    "coverage_map": float(np.mean(cover)) if cover else None,
+                    "seconds": float(np.mean([r.seconds for r in results])),
+                    "seeds": args.seeds,
+                }
+                rows.append(row)
+                coverage = "-" if row["coverage_map"] is None else f"{row['coverage_map']:.2f}"
+                print(
+                    f"{collection:<10} {strategy:<16} {budget:>6} {row['judged']:>7} "
+                    f"{row['tau_map']:>8.3f} {row['tau_ndcg_cut_10']:>8.3f} "
+                    f"{row['rmse_map']:>8.4f} {row['relevant_found']:>8.0f} {coverage:>8} "
+                    f"{row['seconds']:>8.1f}",
+                    flush=True,
+                )
+    summary = {
+        "benchmark": "pooling",
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "seeds": args.seeds,
+        "rows": rows,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    text = json.dumps(summary)
+    if args.json_out:
+        Path(args.json_out).write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

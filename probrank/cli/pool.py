@@ -1,0 +1,141 @@
+"""``probrank pool``: simulate a pooling strategy against full qrels (``simulate``), or ask
+which documents to judge next (``next``) (the work: :mod:`probrank.pooling.simulate`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from probrank.cli._parsing import add_global_options, at_least, positive_int, seed, strict_json
+
+__all__ = ["TORCH", "add_arguments", "run"]
+
+TORCH = True  # probrank.models (the relevance model's package) loads torch
+
+
+def _strategy_names() -> list[str]:
+    from probrank.pooling.strategies import STRATEGIES
+
+    return [name.value for name in STRATEGIES]
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--strategy",
+        default="bayesian",
+        choices=_strategy_names(),
+        help="the pooling strategy (default bayesian; see probrank.pooling.strategies)",
+    )
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the strategy (default 0)")
+    parser.add_argument(
+        "--pool-depth",
+        type=at_least(1, "a positive integer", maximum=100_000),
+        default=100,
+        help="documents per run and topic in the pool (default 100)",
+    )
+    parser.add_argument(
+        "--level",
+        type=at_least(1, "a positive integer", maximum=1_000_000),
+        default=1,
+        help="grades >= LEVEL are relevant, as trec_eval -l (default 1; 2 for TREC DL)",
+    )
+
+
+def add_arguments(pool: argparse.ArgumentParser) -> None:
+    """The arguments of ``probrank pool``."""
+    pool.description = (
+        "Test-collection pooling: simulate a strategy that chooses which documents to judge "
+        "(depth-k, mtf, mm-ns, active-sampling, bayesian) against full qrels and estimate "
+        "every run's MAP and nDCG@10 with 90% intervals, or list the next documents to judge."
+    )
+    sub = pool.add_subparsers(dest="pool_command", required=True, metavar="{simulate,next}")
+    simulate = sub.add_parser(
+        "simulate",
+        help="judge a pool from full qrels and compare the estimates with them",
+        description=(
+            "Judge the depth-POOL_DEPTH pool of RUNS from QRELS with a strategy (a document "
+            "the qrels do not judge counts as not relevant) up to each budget; write "
+            "DIR/judged.qrels (judging order), DIR/estimates.json (each budget's MAP and "
+            "nDCG@10 estimates with 90% intervals, Kendall tau, RMSE, coverage) and "
+            "DIR/simulation.png (tau and RMSE against judgements)."
+        ),
+    )
+    simulate.add_argument("qrels", help="the full TREC qrels (.gz allowed): the simulated assessor")
+    simulate.add_argument("runs", nargs="+", help="TREC run files whose pool is judged")
+    simulate.add_argument(
+        "--budget",
+        nargs="+",
+        required=True,
+        metavar="BUDGET",
+        help="judgements: counts (500) or shares of the pool (5%%); several in one call",
+    )
+    simulate.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder")
+    simulate.add_argument(
+        "--json", action="store_true", help="print estimates.json's content on stdout"
+    )
+    _common(simulate)
+    add_global_options(simulate, top_level=False)
+    nxt = sub.add_parser(
+        "next",
+        help="the next documents to judge, given the judgements so far",
+        description=(
+            "Print the next K (topic, document) pairs to judge in the pool of RUNS, one "
+            "'topic 0 document' line each (a qrels line without the grade), given the "
+            "judgements so far in --judged."
+        ),
+    )
+    nxt.add_argument("runs", nargs="+", help="TREC run files whose pool is judged")
+    nxt.add_argument(
+        "--judged", default=None, metavar="QRELS", help="the judgements so far (TREC qrels)"
+    )
+    nxt.add_argument("-k", type=positive_int, default=50, help="documents to propose (default 50)")
+    nxt.add_argument("--json", action="store_true", help='print JSON [{"topic", "doc"}]')
+    _common(nxt)
+    add_global_options(nxt, top_level=False)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Run ``pool simulate`` or ``pool next`` and print the result."""
+    from probrank.data.trec import Qrels
+    from probrank.pooling.simulate import next_documents, read_runs, simulate, write_simulation
+
+    runs = read_runs(args.runs)
+    if args.pool_command == "simulate":
+        qrels = Qrels.read(args.qrels)
+        result = simulate(
+            qrels,
+            runs,
+            args.strategy,
+            args.budget,
+            seed=args.seed,
+            pool_depth=args.pool_depth,
+            level=args.level,
+            progress=None,
+        )
+        paths = write_simulation(result, args.output)
+        if args.json:
+            print(strict_json(result.to_json()))
+            return
+        header = ("judged", "relevant", "tau_map", "tau_ndcg", "rmse_map", "coverage")
+        print(" ".join(f"{h:>8}" for h in header))
+        for b in result.budgets:
+            print(
+                f"{b.judgements:>8} {b.relevant_found:>8} {b.tau_map:>8.3f} {b.tau_ndcg:>8.3f}"
+                f" {b.rmse_map:>8.4f} {b.coverage:>8.2f}"
+            )
+        print(f"wrote {paths['qrels']}, {paths['estimates']}, {paths['plot']}")
+        return
+    judged = Qrels.read(args.judged) if args.judged is not None else None
+    chosen = next_documents(
+        runs,
+        judged,
+        args.strategy,
+        args.k,
+        seed=args.seed,
+        pool_depth=args.pool_depth,
+        level=args.level,
+    )
+    if args.json:
+        print(strict_json([{"topic": t, "doc": d} for t, d in chosen]))
+    else:
+        for topic, doc in chosen:
+            print(f"{topic} 0 {doc}")

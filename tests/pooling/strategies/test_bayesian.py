@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from probrank.pooling.measures import run_measures
+from probrank.pooling.pool import Judgements, Pool
+from probrank.pooling.strategies import Bayesian
+from probrank.pooling.strategies.bayesian import (
+    Acquisition,
+    bayesian_estimates,
+    chao1_unpooled,
+    pair_weights,
+)
+from tests.pooling.conftest import synthetic_collection
+
+
+def test_estimates_with_everything_judged_are_exact() -> None:
+    qrels, runs = synthetic_collection(seed=1)
+    pool = Pool.from_runs(runs, depth=20)
+    judged = Judgements(pool)
+    grades = pool.grades_from(qrels)
+    judged.add(np.arange(pool.num_items), grades)
+    est = bayesian_estimates(judged, level=2, num_samples=20, seed=0)
+    extra = chao1_unpooled(pool, (grades >= 2)[None, :].astype(float))
+    maps, _ = run_measures(pool, grades.astype(float), level=2, extra_relevant=extra[0])
+    np.testing.assert_allclose(est.mean["map"], maps, atol=1e-12)
+    np.testing.assert_allclose(est.lower["map"], est.upper["map"], atol=1e-12)
+    assert est.beats is not None and est.beats.shape == (3, 3)
+    np.testing.assert_allclose(est.beats + est.beats.T, 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("acquisition", list(Acquisition))
+def test_bayesian_strategy_proposes_unjudged_batches(acquisition: Acquisition) -> None:
+    qrels, runs = synthetic_collection(seed=2)
+    pool = Pool.from_runs(runs, depth=20)
+    judged = Judgements(pool)
+    grades = pool.grades_from(qrels)
+    strategy = Bayesian(warmup_per_topic=2, estimate_samples=50, acquisition=acquisition)
+    selector = strategy.start(pool, judged, level=2)
+    for _ in range(4):
+        items = selector.propose(8)
+        assert len(items) == 8 and len(set(items.tolist())) == 8
+        assert not judged.judged[items].any()
+        judged.add(items, grades[items])
+        selector.observe(items, grades[items])
+    # every topic got its share
+    assert np.bincount(pool.item_topic[judged.judged]).tolist() == [8, 8, 8, 8]
+    est = selector.estimate(seed=0)
+    assert np.all(est.lower["map"] <= est.mean["map"] + 1e-12)
+    assert np.all(est.mean["map"] <= est.upper["map"] + 1e-12)
+
+
+def test_estimates_for_runs_that_chose_nothing() -> None:
+    # judgements chosen on the pool of two runs, estimates for all three
+    qrels, runs = synthetic_collection(seed=5)
+    small = Pool.from_runs(runs[:2], depth=20)
+    judged = Judgements(small)
+    grades = small.grades_from(qrels)
+    judged.add(np.arange(small.num_items), grades)
+    full = Pool.from_runs(runs, depth=20)
+    est = bayesian_estimates(
+        Judgements.from_qrels(full, judged.to_qrels()), level=2, num_samples=50, seed=0
+    )
+    assert est.run_names == ("run0", "run1", "run2")
+    assert np.all(est.upper["map"] >= est.lower["map"])
+
+
+def test_pair_weights_favour_close_pairs() -> None:
+    rng = np.random.default_rng(0)
+    draws = np.column_stack(
+        [rng.normal(0.30, 0.01, 400), rng.normal(0.301, 0.01, 400), rng.normal(0.5, 0.01, 400)]
+    )
+    weights = pair_weights(draws, 3)
+    np.testing.assert_allclose(weights, weights.T)
+    assert weights[0, 1] > 10 * weights[0, 2]
+    assert np.all(np.diag(weights) == 0)
