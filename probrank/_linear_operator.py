@@ -2,10 +2,11 @@
 
 linear_operator decorates two functions of ``linear_operator.utils.linear_cg`` with
 ``@torch.jit.script`` when it is imported, and torch 2.13 deprecates ``torch.jit.script`` with a
-``DeprecationWarning`` that no call of probrank's causes and no user can act on. The packages
-whose modules import GPyTorch or BoTorch (``nn``, ``posteriors``, ``acquisition``,
-``interactive``, ``models``, ``serve``) import this module first, so linear_operator is
-imported here, with exactly that message filtered and only around this import.
+``DeprecationWarning`` that no call of probrank's causes and no user can act on. Every module
+of probrank that imports GPyTorch, BoTorch or linear_operator imports this module first (before
+an ``# isort: split``), so linear_operator is imported here, with exactly that message filtered
+and only around this import; packages that import lazily (``nn``, ``models``, ``serve``) stay
+lazy.
 """
 
 from __future__ import annotations

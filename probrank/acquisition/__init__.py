@@ -9,7 +9,6 @@ For loops written with BoTorch's own acquisition functions, :func:`optimize_acqf
 ``optimize_acqf_discrete`` over the candidates without ever re-asking a pair.
 """
 
-from probrank import _linear_operator  # noqa: F401  (GPyTorch/BoTorch import quietly)
 from probrank.acquisition.discrete import (
     PairChoices,
     PendingExpectedUtilityOfBestOption,

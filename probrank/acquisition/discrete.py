@@ -40,6 +40,9 @@ Example::
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 from collections.abc import Iterable
 
 import torch

@@ -13,6 +13,9 @@ that has been asked in either order is never offered again.
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass

@@ -5,7 +5,6 @@ The preference models a session drives live in :mod:`probrank.posteriors` (the
 neural posteriors); :class:`probrank.models.InteractiveRanker` builds sessions over its own.
 """
 
-from probrank import _linear_operator  # noqa: F401  (GPyTorch/BoTorch import quietly)
 from probrank.interactive.log import TornLogWarning, read_log
 from probrank.interactive.metrics import matching_accuracy, ndcg_at_k, ranking_curves
 from probrank.interactive.session import InteractiveSession

@@ -40,6 +40,9 @@ live one had.
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import hashlib
 import json
 import os

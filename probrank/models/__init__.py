@@ -20,8 +20,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from probrank import _linear_operator  # noqa: F401  (GPyTorch/BoTorch import quietly)
-
 if TYPE_CHECKING:
     from probrank.data.candidates import CandidateList
     from probrank.models.gpf_ranker.model import GPFRanker, GPFRankerSettings

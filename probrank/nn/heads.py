@@ -15,6 +15,9 @@ unused outside the GP heads), which :mod:`probrank.nn.calibration` tunes on vali
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 from gpytorch.distributions import MultivariateNormal
 from linear_operator.operators import RootLinearOperator
 from torch import Tensor

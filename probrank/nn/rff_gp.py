@@ -14,6 +14,9 @@ the paper's verbatim form starting from the prior). The predictive of a candidat
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import math
 from enum import Enum
 

@@ -50,7 +50,6 @@ re-asking a pair: :func:`probrank.acquisition.optimize_acqf_pairs` and
 score (and condition on) new feature rows.
 """
 
-from probrank import _linear_operator  # noqa: F401  (GPyTorch/BoTorch import quietly)
 from probrank.posteriors.base import CandidateSetPosterior
 from probrank.posteriors.bradley_terry import BradleyTerryLaplace, Link, rbf_kernel
 from probrank.posteriors.candidate import (

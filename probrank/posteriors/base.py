@@ -33,6 +33,9 @@ those two methods plugs in) and :class:`~probrank.posteriors.protocol.Conditiona
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import copy
 from abc import ABC, abstractmethod
 

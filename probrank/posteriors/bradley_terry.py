@@ -29,6 +29,9 @@ candidates.
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import torch
 from gpytorch.distributions import MultivariateNormal
 from linear_operator.operators import DenseLinearOperator

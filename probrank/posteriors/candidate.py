@@ -9,6 +9,9 @@ can take a Cholesky factor of the `q x q` covariance when ``q >= S``.
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import torch
 from gpytorch.distributions import MultivariateNormal
 from linear_operator.operators import (

@@ -26,6 +26,9 @@ not give, and this module adds (the issue's list of lessons):
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import contextlib
 from collections.abc import Callable, Iterator
 

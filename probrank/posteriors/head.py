@@ -22,6 +22,9 @@ recomputed from the head's posterior and every observation so far.
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import copy
 from collections.abc import Callable
 from typing import cast

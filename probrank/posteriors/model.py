@@ -15,6 +15,9 @@ network.
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 from collections.abc import Callable
 from typing import Any, Protocol
 

@@ -29,6 +29,9 @@ judgements from the same warm start gives bit-identical networks (sessions can b
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace

@@ -38,6 +38,9 @@ Dtypes: the posteriors compute in float64; ``posterior(X)`` returns the dtype of
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import math
 from collections.abc import Callable, Sequence
 from typing import Any

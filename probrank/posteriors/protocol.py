@@ -25,6 +25,9 @@ offers ``botorch_model()``, a BoTorch ``Model`` over its candidates.
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 from typing import Protocol, runtime_checkable
 
 from gpytorch.distributions import MultivariateNormal

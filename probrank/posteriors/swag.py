@@ -16,6 +16,9 @@ an approximation, written down in the model card.
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import torch
 from gpytorch.distributions import MultivariateNormal
 from torch import Tensor

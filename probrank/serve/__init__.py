@@ -29,8 +29,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from probrank import _linear_operator  # noqa: F401  (GPyTorch/BoTorch import quietly)
-
 __all__ = [
     "DEFAULT_DB",
     "DEFAULT_PORT",

@@ -3,6 +3,9 @@ the probability that each candidate is the best (:func:`best_probabilities`)."""
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import functools
 from dataclasses import dataclass
 

@@ -10,6 +10,9 @@ dimensions as there are observations; the head is never refitted or modified).
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import torch
 from gpytorch.distributions import MultivariateNormal
 from torch import Tensor

@@ -18,6 +18,9 @@ features, so acquisition functions (``qExpectedImprovement``, ``PosteriorMean``,
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence

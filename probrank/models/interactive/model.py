@@ -21,6 +21,9 @@ BoTorch ``Model`` over the candidates' features that conditions on judgements
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import math
 import os
 from collections.abc import Mapping, Sequence

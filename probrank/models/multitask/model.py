@@ -19,6 +19,9 @@ activations), returned with the low-rank root ``[H diag(s_w), s_b]`` as a BoTorc
 
 from __future__ import annotations
 
+from probrank import _linear_operator  # noqa: F401  (first: GPyTorch/BoTorch import quietly)
+
+# isort: split
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
