@@ -64,7 +64,6 @@ __all__ = [
     "ARVIZ_1",
     "ARVIZ_VERSION",
     "GROUPS",
-    "LINE",
     "LooFields",
     "arviz",
     "build",
@@ -92,9 +91,6 @@ ARVIZ_VERSION: str = str(arviz.__version__)
 
 ARVIZ_1: bool = int(ARVIZ_VERSION.split(".")[0]) >= 1
 """Whether the installed ArviZ is of the 1.x line."""
-
-LINE: str = "1.x" if ARVIZ_1 else "0.x"
-"""``"0.x"`` or ``"1.x"``."""
 
 GROUPS = (
     "posterior",
@@ -392,21 +388,11 @@ def _loo_1x(data: Any, var_name: str | None, reff: float | None) -> LooFields:
 
 def compare(models: Mapping[str, Any], *, var_name: str | None) -> pd.DataFrame:
     """The installed ``arviz.compare`` table of ``{name: data}`` (its own columns)."""
-    if ARVIZ_1:
-        # 1.x's compare takes no var_name: select the variable first
-        chosen = {name: _only_log_likelihood(data, var_name) for name, data in models.items()}
-        return arviz.compare(chosen)
     with warnings.catch_warnings():
         # ArviZ 0.23's compare sorts with DataFrame.sort_values(inplace=True), which pandas 3
         # deprecates (Pandas4Warning); only that message is filtered, only around this call.
         warnings.filterwarnings("ignore", message="The inplace keyword in DataFrame.sort_values")
         return arviz.compare(dict(models), var_name=var_name)
-
-
-def _only_log_likelihood(data: Any, var_name: str | None) -> Any:
-    if var_name is None:
-        return data
-    return build({"log_likelihood": {var_name: get_group(data, "log_likelihood")[var_name].values}})
 
 
 def to_dataset(arrays: Mapping[str, np.ndarray]) -> xr.Dataset:
