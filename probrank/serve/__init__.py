@@ -17,7 +17,12 @@ the interactive ranker (``probrank serve``; the optional extra ``probrank[serve]
 * :mod:`~probrank.serve.exports`: JSON lines and trec_eval's preference format;
 * :mod:`~probrank.serve.app`: the Starlette routes and pages (:func:`create_app`);
   :mod:`~probrank.serve.http`: the header-read timeout, bounded forms, Markdown instructions;
-* :mod:`~probrank.serve.server`: checks, binding, the printed links, uvicorn (:func:`serve`).
+* :mod:`~probrank.serve.server`: checks, binding, the printed links, uvicorn (:func:`serve`);
+* ``probrank serve --pool``, graded judging of single documents chosen by a pooling strategy:
+  :mod:`~probrank.serve.pool_source` (runs, topics, texts), :mod:`~probrank.serve.pool_store`
+  (graded judgements, qrels export), :mod:`~probrank.serve.pool_judging` (the next document,
+  undo, progress), :mod:`~probrank.serve.pool_app` (the pages),
+  :mod:`~probrank.serve.pool_server` (``serve_pool``).
 
 Only :mod:`~probrank.serve.app` and :func:`serve` need the extra's packages (Starlette,
 uvicorn, Jinja2); every name here is imported on use (torch loads in the background, after the
