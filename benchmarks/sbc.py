@@ -2,10 +2,11 @@
 
 Each row draws parameters from the prior, data from the likelihood, fits with the library's own
 inference (``fit_nuts``, ``fit_svi``, the Laplace heads, MC dropout, ensembles, SWAG, the
-Bayesian comparison) and ranks the true values among ``L`` thinned posterior draws
-(:mod:`probrank.diagnostics.sbc`). Exact inference (closed form, NUTS, Laplace on a
-linear-Gaussian model, the conjugate comparison model) must give uniform ranks; approximate
-inference reports its direction (under-/over-dispersed, biased) and 50%/90% coverage.
+Bayesian comparison, the pooling relevance model's Laplace) and ranks the true values among
+``L`` thinned posterior draws (:mod:`probrank.diagnostics.sbc`). Exact inference (closed form,
+NUTS, Laplace on a linear-Gaussian model, the conjugate comparison model) must give uniform
+ranks; approximate inference reports its direction (under-/over-dispersed, biased) and
+50%/90% coverage.
 
 Simulations of the Pyro models are fitted together: one model with a plate (or a
 ``batch_shape``) over the `N` simulations, whose posterior factorises, so each simulation's
@@ -51,6 +52,7 @@ from probrank.likelihoods import (
     ordinal,
     thurstone,
 )
+from probrank.models.pooling import PoolingModelSettings, PoolingRelevanceModel
 from probrank.models.qlfusion.network import QLFusionNet
 from probrank.nn.bayesian_linear import BayesianLinear
 from probrank.nn.heads import DeepEnsembleHead, FitSettings, MCDropoutHead
@@ -475,6 +477,79 @@ def comparison(likelihood: str, size: Size, seed: int) -> SBCResult:
     )
 
 
+# -- the pooling relevance model (the ``bayesian`` pooling strategy): MAP + Laplace ----------
+
+POOL_RUNS, POOL_TOPICS, POOL_DEPTH, POOL_DOCS = 4, 6, 20, 40
+POOL_PROBES = np.array([[1, 1, 1, 1], [5, 8, 0, 12], [0, 0, 0, 20], [10, 10, 10, 10]]).T
+"""Rank profiles (`runs x 4`, 0: unranked) whose relevance logit in topic 0 is ranked too."""
+POOL_NAMES = [
+    "w_0", "c_0", "a_0", "b1_topic_0", "b_fused", "b_share", "mu_w", "mu_c", "mu_a",
+    "f(1,1,1,1)", "f(5,8,-,12)", "f(-,-,-,20)", "f(10,10,10,10)",
+]  # fmt: skip
+
+
+def _pool_ranks(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A pool: per topic, each run ranks the top ``POOL_DEPTH`` of ``POOL_DOCS`` documents by
+    a shared latent score plus its own noise; ranks `runs x n` and topics `n` of the pooled."""
+    ranks, topics = [], []
+    for t in range(POOL_TOPICS):
+        shared = rng.normal(size=POOL_DOCS)
+        topic = np.zeros((POOL_RUNS, POOL_DOCS), dtype=np.int64)
+        for r in range(POOL_RUNS):
+            order = np.argsort(-(shared + rng.normal(size=POOL_DOCS)))[:POOL_DEPTH]
+            topic[r, order] = np.arange(1, POOL_DEPTH + 1)
+        pooled = (topic > 0).any(axis=0)
+        ranks.append(topic[:, pooled])
+        topics.append(np.full(int(pooled.sum()), t))
+    return np.hstack(ranks), np.concatenate(topics)
+
+
+def _pool_quantities(model: PoolingRelevanceModel, params: np.ndarray) -> torch.Tensor:
+    """The ranked quantities of parameters `s x P` (or `P`): 9 parameters and the logits of
+    the probe profiles, `s x 13` (or `13`)."""
+    blocks = model.parameter_blocks()
+    picked = np.concatenate([np.arange(len(params.T))[b][:1] for b in blocks.values()])
+    probes = model.logits(POOL_PROBES, np.zeros(POOL_PROBES.shape[1], np.int64), params)
+    return torch.as_tensor(np.concatenate([params[..., picked], probes], -1))
+
+
+def pooling_laplace(hyper_scale: float | None, size: Size, seed: int) -> SBCResult:
+    """``PoolingRelevanceModel`` (4 runs, 6 topics, depth 20, every pooled document judged,
+    about 170): parameters from its own hierarchical prior (the settings' defaults, or
+    ``hyper_scale`` on the population means and fused coefficients), relevance from the
+    Bernoulli, the Newton MAP and its Laplace posterior; ranks of one run's, one topic's and
+    the population parameters and of the relevance logits of four rank profiles."""
+    settings = PoolingModelSettings(**({} if hyper_scale is None else {"hyper_scale": hyper_scale}))
+    empty = np.zeros((POOL_RUNS, 0), dtype=np.int64)
+    prior = PoolingRelevanceModel(settings).fit(
+        empty, np.zeros(0), np.zeros(0), num_topics=POOL_TOPICS, depth=POOL_DEPTH
+    )  # fitted on nothing: the posterior is the prior
+    one_class = []
+
+    def simulate(generator: torch.Generator) -> tuple[torch.Tensor, Any]:
+        rng = np.random.default_rng(_seeded(generator))
+        ranks, topics = _pool_ranks(rng)
+        theta = prior.sample_parameters(1, rng)[0]
+        prob = 1.0 / (1.0 + np.exp(-prior.logits(ranks, topics, theta)))
+        labels = (rng.random(len(prob)) < prob).astype(np.float64)
+        one_class.append(labels.min() == labels.max())
+        return _pool_quantities(prior, theta), (ranks, topics, labels)
+
+    def fit(data: Any, fit_seed: int) -> torch.Tensor:
+        ranks, topics, labels = data
+        model = PoolingRelevanceModel(settings).fit(
+            ranks, topics, labels, num_topics=POOL_TOPICS, depth=POOL_DEPTH
+        )
+        draws = model.sample_parameters(size.draws, np.random.default_rng(fit_seed))
+        return _pool_quantities(model, draws)
+
+    result = run_sbc(
+        simulate, fit, num_simulations=size.sims, num_ranks=size.ranks, seed=seed, names=POOL_NAMES
+    )
+    result.info["one_class_share"] = round(float(np.mean(one_class)), 3)
+    return result
+
+
 # -- the rows ---------------------------------------------------------------------------------
 
 
@@ -528,6 +603,10 @@ def _rows() -> list[Row]:
          Size(200, 19, 200), Size(60, 9, 100)),
         ("comparison-paired", "comparison of 2 runs (paired)", "exact draws", True,
          partial(comparison, "paired"), Size(300, 19, 400), Size(100, 9, 200)),
+        ("pooling-laplace", "pooling relevance (default prior)", "Laplace (Newton MAP)", False,
+         partial(pooling_laplace, None), Size(1000, 19, 200), Size(200, 19, 200)),
+        ("pooling-laplace-hyper1", "pooling relevance (hyper_scale 1)", "Laplace (Newton MAP)",
+         False, partial(pooling_laplace, 1.0), Size(1000, 19, 200), Size(200, 19, 200)),
     ]
     # fmt: on
     return [Row(*entry) for entry in table]

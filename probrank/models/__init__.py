@@ -1,13 +1,15 @@
 """The reference models as objects a researcher fits on their own data.
 
-==========================  ==========================  ========================================
-class                       fit                         use
-==========================  ==========================  ========================================
-:class:`QLFusion`           ``fit(runs, qrels)``        ``fuse(runs) -> Run``, ``proportions``
-:class:`GPFRanker`          ``fit(train_lists, ...)``   ``predict(lists)``, ``rerank(run, ...)``
-:class:`InteractiveRanker`  optional ``fit(lists)``     ``session(question, candidates)``
-:class:`MultiTaskRanker`    ``fit(train_lists, ...)``   ``filter_and_rank(lists)``
-==========================  ==========================  ========================================
+==============================  ==========================  ========================================
+class                           fit                         use
+==============================  ==========================  ========================================
+:class:`QLFusion`               ``fit(runs, qrels)``        ``fuse(runs) -> Run``, ``proportions``
+:class:`GPFRanker`              ``fit(train_lists, ...)``   ``predict(lists)``, ``rerank(run, ...)``
+:class:`InteractiveRanker`      optional ``fit(lists)``     ``session(question, candidates)``
+:class:`MultiTaskRanker`        ``fit(train_lists, ...)``   ``filter_and_rank(lists)``
+:class:`PoolingRelevanceModel`  ``fit(ranks, ...)``         ``predict(ranks, topics)``, the
+                                                            ``bayesian`` pooling strategy
+==============================  ==========================  ========================================
 
 Each takes a typed settings object (and, for the candidate models, an encoder), returns
 itself from ``fit``, offers ``posterior``, ``to_inference_data``, ``save(path)`` and
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
     from probrank.models.interactive.model import InteractiveRanker
     from probrank.models.interactive.settings import InteractiveRankerSettings
     from probrank.models.multitask.model import MultiTaskRanker, MultiTaskSettings
+    from probrank.models.pooling.model import PoolingRelevanceModel
+    from probrank.models.pooling.settings import PoolingModelSettings
     from probrank.models.qlfusion.model import QLFusion, QLFusionSettings
 
 __all__ = [
@@ -36,6 +40,8 @@ __all__ = [
     "InteractiveRankerSettings",
     "MultiTaskRanker",
     "MultiTaskSettings",
+    "PoolingModelSettings",
+    "PoolingRelevanceModel",
     "QLFusion",
     "QLFusionSettings",
 ]
@@ -48,6 +54,8 @@ _HOMES = {
     "InteractiveRankerSettings": "probrank.models.interactive.settings",
     "MultiTaskRanker": "probrank.models.multitask.model",
     "MultiTaskSettings": "probrank.models.multitask.model",
+    "PoolingModelSettings": "probrank.models.pooling.settings",
+    "PoolingRelevanceModel": "probrank.models.pooling.model",
     "QLFusion": "probrank.models.qlfusion.model",
     "QLFusionSettings": "probrank.models.qlfusion.model",
 }

@@ -374,6 +374,9 @@ STATES: dict[str, Node] = {
         },
         optional=frozenset({"width", "num_members", "validation_accuracy", "epochs", "swag"}),
     ),
+    "PoolingRelevanceModel": Obj(
+        {"num_runs": _POSITIVE, "num_topics": _POSITIVE, "depth": _POSITIVE}
+    ),
 }
 """The ``state`` of each model class, as its ``save`` writes it."""
 

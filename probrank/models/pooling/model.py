@@ -14,10 +14,22 @@ partially pooled through Gaussian priors around population means
 (:class:`PoolingModelSettings`). The posterior of the parameters is the
 Laplace approximation at the MAP (Newton's method on the exact gradient and Hessian of the
 Bernoulli log-likelihood plus the Gaussian log-prior); a refit after new judgements starts from
-the previous MAP, so a few Newton steps suffice.
+the previous MAP, so a few Newton steps suffice. Fitted on no items, the "posterior" is the
+prior itself (mean 0, the prior precision), so :meth:`~PoolingRelevanceModel.sample_parameters`
+then draws from the prior (prior predictive checks, simulation-based calibration).
+
+Like the other model objects it offers ``posterior``, ``to_inference_data`` (ArviZ data of the
+parameters and, given items, of their P(relevant)), ``save(path)`` and
+``PoolingRelevanceModel.load(path)`` (a folder with a manifest and the Laplace mean and
+factor in safetensors, :mod:`probrank.models._persist`).
 """
 
 from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -136,7 +148,8 @@ class PoolingRelevanceModel:
             depth: The pool depth.
 
         Returns:
-            ``self``; a second ``fit`` with the same runs and topics starts from this MAP.
+            ``self``; a second ``fit`` with the same runs and topics starts from this MAP. With
+            no items (``n = 0``) the fitted posterior is the prior.
         """
         ranks = np.asarray(ranks)
         labels = np.asarray(labels, dtype=np.float64)
@@ -240,6 +253,204 @@ class PoolingRelevanceModel:
             alone[r] = k
             curves[r] = _sigmoid(self.logits(alone, topics, params))
         return curves
+
+    # ----------------------------------------------------------------- ArviZ
+    def parameter_blocks(self) -> dict[str, slice]:
+        """Where each named parameter lies in the parameter vector (``mean``, draws).
+
+        Returns:
+            ``{"w": run slopes, "c": run retrieved effects, "a": topic offsets, "b1_topic":
+            topic deviations of the fused evidence's coefficient, "b_fused", "b_share",
+            "mu_w", "mu_c", "mu_a"}``: slices of `num_runs` (``w``, ``c``), `num_topics`
+            (``a``, ``b1_topic``) or one element (the rest).
+        """
+        num_runs, num_topics, _ = self._checked_shape()
+        start = 2 * num_runs + 2 * num_topics
+        blocks = {
+            "w": slice(0, num_runs),
+            "c": slice(num_runs, 2 * num_runs),
+            "a": slice(2 * num_runs, 2 * num_runs + num_topics),
+            "b1_topic": slice(2 * num_runs + num_topics, start),
+        }
+        for offset, name in enumerate(("b_fused", "b_share", "mu_w", "mu_c", "mu_a")):
+            blocks[name] = slice(start + offset, start + offset + 1)
+        return blocks
+
+    def to_inference_data(
+        self,
+        ranks: np.ndarray | None = None,
+        topics: np.ndarray | None = None,
+        labels: np.ndarray | None = None,
+        *,
+        num_samples: int | None = None,
+        seed: int | np.random.Generator = 0,
+        run_names: Sequence[str] | None = None,
+        topic_names: Sequence[str] | None = None,
+    ) -> Any:
+        """ArviZ data of the Laplace posterior (one chain).
+
+        The ``posterior`` group holds the parameters (:meth:`parameter_blocks`; dims ``run``
+        for ``w`` and ``c``, ``topic`` for ``a`` and ``b1_topic``, scalars for the rest) and,
+        given items, their ``p_rel`` (dim ``item``) from the same parameter draws, so equal
+        to :meth:`posterior` with the same ``num_samples`` and ``seed``. Given their labels as
+        well, ``observed_data`` and ``log_likelihood`` hold ``rel`` (Bernoulli, per item), for
+        ``loo``.
+
+        Args:
+            ranks: Ranks of items in every run, `num_runs x n` (0: unranked), or None.
+            topics: Topic index of each item, `n` (with ``ranks``).
+            labels: Relevance of each item (0 or 1), `n`, or None.
+            num_samples: Draws (default: the settings').
+            seed: A seed or a numpy generator.
+            run_names: Coordinates of ``run``, `num_runs` (default ``0 .. num_runs - 1``).
+            topic_names: Coordinates of ``topic``, `num_topics`.
+
+        Returns:
+            ``InferenceData`` (ArviZ 0.x) or ``DataTree`` (1.x); sampled variables are
+            `1 x num_samples x *shape`.
+
+        Raises:
+            InputDataError: unfitted, items without topics (or labels without items),
+                inconsistent shapes, labels other than 0/1, or names of the wrong length.
+        """
+        from probrank import _arviz
+
+        num_runs, num_topics, _ = self._checked_shape()
+        rng = np.random.default_rng(seed)
+        draws = self.sample_parameters(num_samples or self.settings.num_samples, rng)
+        posterior: dict[str, np.ndarray] = {}
+        for name, block in self.parameter_blocks().items():
+            values = draws[:, block]
+            posterior[name] = (values if block.stop - block.start > 1 else values[:, 0])[None]
+        dims: dict[str, list[str]] = {"w": ["run"], "c": ["run"]}
+        dims |= {"a": ["topic"], "b1_topic": ["topic"]}
+        coords: dict[str, list[Any]] = {
+            "run": _names(run_names, num_runs, "run_names"),
+            "topic": _names(topic_names, num_topics, "topic_names"),
+        }
+        groups: dict[str, dict[str, np.ndarray]] = {"posterior": posterior}
+        if ranks is None or topics is None:
+            if ranks is not None or topics is not None or labels is not None:
+                raise InputDataError("give the items' ranks and topics together (labels too)")
+            return _arviz.build(groups, dims=dims, coords=coords)
+        ranks, topics = self._items(ranks, topics)
+        logits = self.logits(ranks, topics, draws)
+        posterior["p_rel"] = _sigmoid(logits)[None]
+        dims["p_rel"] = ["item"]
+        if labels is not None:
+            rel = np.asarray(labels, dtype=np.float64)
+            if rel.shape != topics.shape or not np.all((rel == 0) | (rel == 1)):
+                raise InputDataError(f"labels must be {len(topics)} values of 0 or 1")
+            # log Bernoulli(rel | sigmoid(logit)) = -log(1 + exp(-logit)) or -log(1 + exp(logit))
+            loglik = -np.logaddexp(0.0, np.where(rel == 1, -logits, logits))
+            groups["observed_data"] = {"rel": rel}
+            groups["log_likelihood"] = {"rel": loglik[None]}
+            dims["rel"] = ["item"]
+        return _arviz.build(groups, dims=dims, coords=coords)
+
+    def _items(self, ranks: np.ndarray, topics: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        num_runs, num_topics, _ = self._checked_shape()
+        ranks = np.asarray(ranks)
+        topics = np.asarray(topics, dtype=np.int64)
+        if ranks.ndim != 2 or ranks.shape[0] != num_runs or topics.shape != (ranks.shape[1],):
+            raise InputDataError(
+                f"items must have ranks num_runs x n ({num_runs} runs) and n topics, got "
+                f"{ranks.shape} and {topics.shape}"
+            )
+        if len(topics) and (topics.min() < 0 or topics.max() >= num_topics):
+            raise InputDataError(f"topic indices must lie in 0 .. {num_topics - 1}")
+        return ranks, topics
+
+    # ----------------------------------------------------------------- persistence
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Save to a folder (manifest + safetensors; see :mod:`probrank.models._persist`):
+        the settings, the shape (runs, topics, depth) and the Laplace mean and factor.
+
+        Returns:
+            The folder.
+
+        Raises:
+            InputDataError: unfitted, or ``path`` cannot be a model folder.
+        """
+        import torch
+
+        from probrank.models import _persist
+        from probrank.models._settings import settings_to_json
+
+        mean, factor = self._fitted()
+        num_runs, num_topics, depth = self._checked_shape()
+        return _persist.save_model(
+            path,
+            model_class=type(self).__name__,
+            settings=settings_to_json(self.settings),
+            tensors={
+                "laplace": {
+                    "mean": torch.from_numpy(mean),
+                    "covariance_factor": torch.from_numpy(factor),
+                }
+            },
+            state={"num_runs": num_runs, "num_topics": num_topics, "depth": depth},
+            encoder=None,
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> PoolingRelevanceModel:
+        """A model saved by :meth:`save`; its predictions and draws equal the saved model's.
+
+        Raises:
+            InputDataError: see :func:`probrank.models._persist.load_model`, or tensors that
+                do not fit the saved shape (or are not a Cholesky factor).
+        """
+        from probrank.models import _persist
+        from probrank.models._settings import settings_from_json
+
+        manifest, tensors = _persist.load_model(path, cls.__name__)
+        settings = manifest.read_settings(
+            lambda data: settings_from_json(PoolingModelSettings, data)
+        )
+        state = manifest.state
+        shape = (int(state["num_runs"]), int(state["num_topics"]), int(state["depth"]))
+        size = 2 * shape[0] + 2 * shape[1] + 5
+        laplace = tensors.get("laplace", {})
+        if set(laplace) != {"mean", "covariance_factor"}:
+            raise InputDataError("damaged saved model: no Laplace mean and factor", path=path)
+        mean = laplace["mean"].numpy()
+        factor = laplace["covariance_factor"].numpy()
+        if (
+            mean.dtype != np.float64
+            or factor.dtype != np.float64
+            or mean.shape != (size,)
+            or factor.shape != (size, size)
+            or not (np.isfinite(mean).all() and np.isfinite(factor).all())
+            or np.any(np.triu(factor, 1) != 0.0)
+            or np.any(np.diag(factor) <= 0.0)
+        ):
+            raise InputDataError(
+                f"damaged saved model: the Laplace mean and factor must be finite float64 of "
+                f"{size} and a lower Cholesky factor of {size} x {size} for {shape[0]} runs "
+                f"and {shape[1]} topics",
+                path=path,
+            )
+        model = cls(settings)
+        model._shape = shape
+        model.mean = mean.copy()
+        model.covariance_factor = factor.copy()
+        return model
+
+    def __repr__(self) -> str:
+        if self._shape is None or self.mean is None:
+            return "PoolingRelevanceModel(unfitted)"
+        runs, topics, depth = self._shape
+        return f"PoolingRelevanceModel(fitted, runs={runs}, topics={topics}, depth={depth})"
+
+
+def _names(names: Sequence[str] | None, count: int, what: str) -> list[Any]:
+    if names is None:
+        return list(range(count))
+    out = [str(n) for n in names]
+    if len(out) != count:
+        raise InputDataError(f"{what} must hold {count} names, got {len(out)}")
+    return out
 
 
 _EPS = 1e-3

@@ -1,0 +1,67 @@
+"""The pooling relevance model's rows of ``benchmarks/sbc.py``: registered for the smoke mode,
+and what they find at the smoke size (seeded): the Laplace posterior is close to calibrated
+when the prior leaves both classes in the data, and under-dispersed at the relevance logits
+under the default (wide) prior, where 4 in 10 simulated pools come out all relevant or all
+non-relevant (models/pooling/README.md reports the full run)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+ROWS = ("pooling-laplace", "pooling-laplace-hyper1")
+PARAMETERS = ["w_0", "c_0", "a_0", "b1_topic_0", "b_fused", "b_share", "mu_w", "mu_c", "mu_a"]
+
+
+@pytest.fixture(scope="module")
+def sbc_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "probrank_benchmark_sbc", ROOT / "benchmarks/sbc.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while building
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(spec.name, None)
+    return module
+
+
+def _run(script: ModuleType, name: str) -> dict:
+    (row,) = [r for r in script._rows() if r.name == name]
+    assert row.quick is not None and not row.exact
+    return row.run(row.quick, 0).summary()
+
+
+def test_rows_are_registered_for_the_quick_mode(sbc_script) -> None:
+    rows = {r.name: r for r in sbc_script._rows()}
+    for name in ROWS:
+        assert rows[name].quick is not None
+        assert rows[name].quick.sims <= rows[name].full.sims
+
+
+def test_moderate_prior_row_is_close_to_calibrated(sbc_script) -> None:
+    summary = _run(sbc_script, "pooling-laplace-hyper1")
+    assert summary["simulations"] == 200 and summary["failures"] == 0
+    assert summary["one_class_share"] < 0.05
+    assert summary["p_value"] > 0.01
+    for parameter in summary["parameters"]:
+        assert 0.8 <= parameter["coverage_90"] <= 0.96, parameter
+
+
+def test_default_prior_row_finds_the_laplace_too_narrow_at_the_logits(sbc_script) -> None:
+    summary = _run(sbc_script, "pooling-laplace")
+    assert summary["one_class_share"] > 0.25  # separated data: the Laplace's weak spot
+    by_name = {p["name"]: p for p in summary["parameters"]}
+    for name in PARAMETERS:  # the parameters themselves stay near nominal
+        assert 0.8 <= by_name[name]["coverage_90"] <= 0.96, by_name[name]
+    for name in ("f(5,8,-,12)", "f(10,10,10,10)"):  # the relevance logits do not
+        assert by_name[name]["dispersion"] == "under-dispersed"
+        assert by_name[name]["coverage_90"] < 0.75
+    assert summary["p_value"] < 1e-6
