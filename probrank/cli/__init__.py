@@ -26,11 +26,13 @@ command's full parser built (:func:`_parser`).
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
+import os
 import sys
-import traceback
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from probrank._threads import configure_torch, thread_scope
 from probrank.cli._parsing import (
@@ -45,7 +47,7 @@ from probrank.cli._parsing import (
     threads_before_parsing,
 )
 
-__all__ = ["COMMANDS", "command_module", "main"]
+__all__ = ["COMMANDS", "QUICK_EXIT", "command_module", "console", "main"]
 
 COMMANDS: dict[str, str] = {
     "eval": "evaluate runs exactly as trec_eval 10 does (double precision)",
@@ -60,6 +62,14 @@ COMMANDS: dict[str, str] = {
 }
 """The subcommands, by name, in ``--help`` order, with their one-line help; the module
 ``probrank.cli.<name>`` holds the rest."""
+
+
+QUICK_EXIT = frozenset({"eval"})
+"""Short commands that :func:`console` runs without the cyclic garbage collector and after
+which it ends the process at once (``os._exit`` once the output is flushed): they make no
+reference cycle worth collecting and leave nothing to clean up, and the collector's passes
+over the objects of numpy, pyarrow and the runs, then the interpreter's own clean-up of them,
+cost as much as reading a run."""
 
 
 def command_module(name: str) -> ModuleType:
@@ -113,10 +123,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 143
         except Exception as exc:  # every error becomes one line
             if debug and not isinstance(exc, UsageError):
+                import traceback
+
                 traceback.print_exc()
             print(f"probrank: error: {describe_error(exc)}", file=sys.stderr)
             return 2
     return 0
+
+
+def console() -> NoReturn:
+    """``python -m probrank.cli``: :func:`main` on ``sys.argv``, then the process ends with its
+    exit code; at once after the commands of :data:`QUICK_EXIT` (their output flushed)."""
+    argv = sys.argv[1:]
+    quick = threads_before_parsing(argv, COMMANDS)[1] in QUICK_EXIT
+    if quick and "--bayesian" not in argv:  # (a sampler's traces hold reference cycles)
+        gc.disable()
+    code = main(argv)
+    if quick:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):  # a closed pipe: main has said what it had to say
+            pass
+        os._exit(code)
+    sys.exit(code)
 
 
 def _run(args: argparse.Namespace, threads: int) -> None:

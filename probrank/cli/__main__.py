@@ -1,7 +1,5 @@
 """``python -m probrank.cli``: the ``probrank`` command."""
 
-import sys
+from probrank.cli import console
 
-from probrank.cli import main
-
-sys.exit(main())
+console()

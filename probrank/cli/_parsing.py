@@ -9,7 +9,6 @@ Nothing here imports numpy, torch or pandas: the CLI sizes the thread pools
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import numbers
@@ -67,7 +66,21 @@ class Terminated(BaseException):
 
 class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors raise :class:`UsageError` (one line, no usage block)
-    instead of printing the usage and exiting. Sub-parsers inherit the class."""
+    instead of printing the usage and exiting. Sub-parsers inherit the class.
+
+    Attributes:
+        epilog_factory: A callable that returns the epilog, called when the help is printed
+            (a long epilog built from registries costs time every command would pay), or
+            ``None``.
+    """
+
+    epilog_factory: Callable[[], str] | None = None
+
+    def format_help(self) -> str:
+        """The help, with the epilog of :attr:`epilog_factory` when there is one."""
+        if self.epilog_factory is not None and self.epilog is None:
+            self.epilog = self.epilog_factory()
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         """Raise :class:`UsageError` naming the (sub)command and pointing at its ``--help``."""
@@ -174,6 +187,8 @@ def strict_json(value: Any, *, indent: int | None = 2) -> str:
         value: Dicts, lists, tuples, strings, numbers, booleans and None.
         indent: As in :func:`json.dumps`.
     """
+    import json
+
     return json.dumps(_strict(value), indent=indent, allow_nan=False)
 
 

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from probrank.cli._parsing import (
+    OneLineParser,
     at_least,
     bounded,
     enum_values,
@@ -268,7 +269,11 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
     from probrank.evaluation.significance_kinds import Correction, SignificanceTest
 
     ev.description = "Evaluate TREC runs exactly as trec_eval 10.0 does, in double precision."
-    ev.epilog = _epilog()
+    ev.epilog = None
+    if isinstance(ev, OneLineParser):
+        ev.epilog_factory = _epilog  # built when --help prints it
+    else:  # pragma: no cover - probrank's parsers are OneLineParsers
+        ev.epilog = _epilog()
     ev.formatter_class = argparse.RawDescriptionHelpFormatter
     ev.usage = "%(prog)s [options] [-m MEASURE]... qrels runs [runs ...]"
     # optional in argparse's eyes: trec_eval's "-m map -m P.10 qrels run" leaves the files

@@ -6,7 +6,6 @@ error), the check that fields are separated by ASCII spaces and tabs only, and a
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import re
 import unicodedata
@@ -98,6 +97,8 @@ def json_line(line: str, path: str | os.PathLike[str], number: int) -> Any:
         path: The file (for the message).
         number: The line number (from 1).
     """
+    import json  # JSON-lines readers only: not on the path of TREC files
+
     try:
         return json.loads(line)
     except json.JSONDecodeError as exc:

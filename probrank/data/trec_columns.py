@@ -35,6 +35,7 @@ from probrank.data._io import read_bytes
 from probrank.exceptions import InputDataError
 
 __all__ = [
+    "ColumnBatch",
     "PlainText",
     "RunColumns",
     "arrow",
@@ -43,6 +44,7 @@ __all__ = [
     "compute",
     "numbers",
     "plain_text",
+    "read_batch",
     "read_columns",
     "read_run_columns",
     "valid",
@@ -169,9 +171,15 @@ class PlainText:
 
 
 def plain_text(path: str | os.PathLike[str]) -> PlainText | None:
-    """A run file's text when every line is fields of printable ASCII separated by one space
-    or one tab each, with no blank line, no blank at either end of a line and no comment line;
-    else ``None`` (also for a file that cannot be read: the strict reader words that error).
+    """A run file's text when it may be a plain, valid run: printable ASCII, fields separated
+    by spaces or tabs, no comment line, and no control character but line feeds and (in a file
+    without spaces) five tabs a line; else ``None`` (also for a file that cannot be read: the
+    strict reader words that error).
+
+    The rest (exactly six fields a line: no blank line, no empty field, no blank at either end
+    of a line) is checked by Arrow's CSV reader, which refuses any row of other than six fields
+    (:func:`read_batch`): with the counts checked here, every line is then six fields separated
+    by single blanks.
     """
     path = Path(path)
     try:
@@ -184,18 +192,32 @@ def plain_text(path: str | os.PathLike[str]) -> PlainText | None:
         data += b"\n"
     if b"#" in data and (data.startswith(b"#") or b"\n#" in data):
         return None
-    codes = np.frombuffer(data, dtype=np.uint8)
-    blank = codes < 0x21
-    spaces = int(np.count_nonzero(codes == 0x20))
-    tabs = int(np.count_nonzero(codes == 0x09))
-    lines = int(np.count_nonzero(codes == 0x0A))
-    if int(np.count_nonzero(blank)) != spaces + tabs + lines:
-        return None  # a control character (CR, NUL, vertical tab, ...)
-    if blank[0] or (blank[1:] & blank[:-1]).any():
-        return None  # an empty field, a blank line or a blank at a line's end
-    if spaces and tabs:
-        return PlainText(path, data.replace(b"\t", b" "), " ", lines)
+    tabs = b"\t" in data
+    if tabs and b" " in data:
+        data, tabs = data.replace(b"\t", b" "), False
+    lines, control = _counts(np.frombuffer(data, dtype=np.uint8))
+    # line feeds, tabs and any other control character (CR, NUL, vertical tab, ...): six fields
+    # a line leave exactly one line feed (and five tabs) a line
+    if control != lines * (6 if tabs else 1):
+        return None
     return PlainText(path, data, "\t" if tabs else " ", lines)
+
+
+_CHUNK = 1 << 20
+"""Bytes compared at a time by :func:`_counts` (a scratch mask of this size, reused, costs
+less than a mask of the whole file, whose pages the system must first provide)."""
+
+
+def _counts(codes: np.ndarray) -> tuple[int, int]:
+    """The line feeds and the control characters (bytes below 0x20) of `n` uint8 ``codes``."""
+    scratch = np.empty(min(codes.size, _CHUNK), dtype=bool)
+    lines = control = 0
+    for start in range(0, codes.size, _CHUNK):
+        part = codes[start : start + _CHUNK]
+        mask = scratch[: part.size]
+        lines += int(np.count_nonzero(np.equal(part, 0x0A, out=mask)))
+        control += int(np.count_nonzero(np.less(part, 0x20, out=mask)))
+    return lines, control
 
 
 def read_run_columns(path: str | os.PathLike[str], name: str | None = None) -> RunColumns | None:
@@ -215,39 +237,148 @@ def read_run_columns(path: str | os.PathLike[str], name: str | None = None) -> R
     return columns
 
 
+@dataclass(frozen=True)
+class ColumnBatch:
+    """Runs read as columns together: every line of every run, run after run, in file order,
+    with each query id and document id coded as its index among the distinct ones.
+
+    Attributes:
+        runs: The runs (their columns are slices of the batch's).
+        sizes: `num_runs` int64: the lines of each run.
+        qid: `num_lines` Arrow strings: query ids.
+        docno: `num_lines` Arrow strings: document ids.
+        score: `num_lines` float64 scores (``-0.0`` read as ``0.0``).
+        qid_codes: `num_lines` int64 indices into ``qid_values``.
+        qid_values: Arrow strings: each query id once.
+        doc_codes: `num_lines` int64 indices into ``doc_values``.
+        doc_values: Arrow strings: each document id once.
+    """
+
+    runs: list[RunColumns]
+    sizes: np.ndarray
+    qid: Any
+    docno: Any
+    score: np.ndarray
+    qid_codes: np.ndarray
+    qid_values: Any
+    doc_codes: np.ndarray
+    doc_values: Any
+
+    @classmethod
+    def of(cls, runs: list[RunColumns]) -> ColumnBatch:
+        """The batch of runs read apart (their columns concatenated)."""
+        pa = arrow()
+        if pa is None:  # pragma: no cover - the runs were read with it
+            raise ImportError("pyarrow is not installed")
+        sizes = np.asarray([len(run.score) for run in runs], dtype=np.int64)
+        qid = pa.concat_arrays([run.qid for run in runs])
+        docno = pa.concat_arrays([run.docno for run in runs])
+        score = np.concatenate([run.score for run in runs])
+        return cls(runs, sizes, qid, docno, score, *_codes(qid), *_codes(docno))
+
+
+def _codes(strings: Any) -> tuple[np.ndarray, Any]:
+    """`len(strings)` int64 indices into the distinct strings, and those (Arrow strings)."""
+    encoded = compute("dictionary_encode", strings)
+    return numbers(encoded.indices, np.int32).astype(np.int64), encoded.dictionary
+
+
 def read_columns(texts: list[PlainText]) -> list[RunColumns | None]:
     """Read run files' texts (:func:`plain_text`) as columns, or ``None`` for those the
-    compiled reader does not vouch for (see the module documentation).
+    compiled reader does not vouch for (see the module documentation)."""
+    batch, where = read_batch(texts)
+    return [None if batch is None or at is None else batch.runs[at] for at in where]
+
+
+def read_batch(texts: list[PlainText]) -> tuple[ColumnBatch | None, list[int | None]]:
+    """Read run files' texts (:func:`plain_text`) together as one batch.
 
     The texts of one field separator are parsed by one call of Arrow's CSV reader, which costs
-    less than a call per file (each call hands work to Arrow's threads).
+    less than a call per file.
+
+    Returns:
+        ``(batch, where)``: the batch of the runs the compiled reader vouches for (``None``
+        when none), and for each text the index of its run in ``batch.runs`` (``None``: not
+        vouched for).
     """
     pa = arrow()
-    if pa is None:
-        return [None] * len(texts)
-    out: list[RunColumns | None] = [None] * len(texts)
-    for delimiter in (" ", "\t"):
+    pieces: list[tuple[list[int], tuple[Any, Any, np.ndarray]]] = []
+    for delimiter in (" ", "\t") if pa is not None else ():
         chosen = [i for i, t in enumerate(texts) if t.delimiter == delimiter]
         if not chosen:
             continue
-        parsed = _parse([texts[i] for i in chosen], delimiter)
-        if parsed is None:  # some file is doubtful: find it
-            parsed = [_one(texts[i], delimiter) for i in chosen]
-        for i, columns in zip(chosen, parsed, strict=True):
-            out[i] = columns
-    return out
+        columns = _parse([texts[i] for i in chosen], delimiter)
+        if columns is not None:
+            pieces.append((chosen, columns))
+            continue
+        for i in chosen:  # some file is doubtful: find it
+            one = _parse([texts[i]], delimiter)
+            if one is not None:
+                pieces.append(([i], one))
+    if pa is None or not pieces:
+        return None, [None] * len(texts)
+    if len(pieces) == 1:
+        qid, docno, score = pieces[0][1]
+    else:  # both separators, or files parsed one by one: one copy of the columns
+        qid = pa.concat_arrays([columns[0] for _, columns in pieces])
+        docno = pa.concat_arrays([columns[1] for _, columns in pieces])
+        score = np.concatenate([columns[2] for _, columns in pieces])
+    order = [i for chosen, _ in pieces for i in chosen]
+    batch, kept = _batch([texts[i] for i in order], qid, docno, score)
+    where: list[int | None] = [None] * len(texts)
+    for at, i in enumerate(i for i, ok in zip(order, kept, strict=True) if ok):
+        where[i] = at
+    return batch, where
 
 
-def _one(text: PlainText, delimiter: str) -> RunColumns | None:
-    result = _parse([text], delimiter)
-    return None if result is None else result[0]
+def _batch(
+    texts: list[PlainText], qid: Any, docno: Any, score: np.ndarray
+) -> tuple[ColumnBatch | None, list[bool]]:
+    """The batch of the parsed ``texts``, less the files with a score that is not finite or
+    a (query, document) pair twice (which the strict reader reads), and which texts it holds.
+    """
+    sizes = np.asarray([t.lines for t in texts], dtype=np.int64)
+    file_of = np.repeat(np.arange(len(texts)), sizes)
+    qid_codes, qid_values = _codes(qid)
+    doc_codes, doc_values = _codes(docno)
+    doubtful = np.zeros(len(texts), dtype=bool)
+    doubtful[file_of[~np.isfinite(score)]] = True  # nan, inf, a magnitude beyond a double's
+    group = file_of * len(qid_values) + qid_codes
+    doubtful[file_of[_repeated(group * max(len(doc_values), 1) + doc_codes)]] = True
+    if doubtful.any():  # rare: drop their lines
+        keep = np.flatnonzero(~np.repeat(doubtful, sizes))
+        taken = arrow_numbers(keep)
+        qid, docno, score = qid.take(taken), docno.take(taken), score[keep]
+        qid_codes, doc_codes = qid_codes[keep], doc_codes[keep]
+        texts = [t for t, bad in zip(texts, doubtful.tolist(), strict=True) if not bad]
+        sizes = sizes[~doubtful]
+    kept = (~doubtful).tolist()
+    if not texts:
+        return None, kept
+    runs: list[RunColumns] = []
+    starts = (np.cumsum(sizes) - sizes).tolist()
+    for text, start, size in zip(texts, starts, sizes.tolist(), strict=True):
+        name = text.path.name
+        runs.append(
+            RunColumns(
+                name=name[:-3] if name.endswith(".gz") else name,
+                tag=text.data[: text.data.index(b"\n")].split()[5].decode("ascii"),
+                qid=qid.slice(start, size),
+                docno=docno.slice(start, size),
+                score=score[start : start + size],
+            )
+        )
+    batch = ColumnBatch(
+        runs, sizes, qid, docno, score, qid_codes, qid_values, doc_codes, doc_values
+    )
+    return batch, kept
 
 
-def _parse(texts: list[PlainText], delimiter: str) -> list[RunColumns | None] | None:
-    """Columns of each text, or ``None`` when a line of one of them has other than six fields
-    or a score Arrow refuses."""
+def _parse(texts: list[PlainText], delimiter: str) -> tuple[Any, Any, np.ndarray] | None:
+    """The query ids, document ids and scores of the texts, one after the other, or ``None``
+    when a line of one of them has other than six fields or a score Arrow refuses."""
     pa = arrow()
-    if pa is None:  # pragma: no cover - read_columns checked
+    if pa is None:  # pragma: no cover - read_batch checked
         return None
     from pyarrow import csv
 
@@ -258,7 +389,11 @@ def _parse(texts: list[PlainText], delimiter: str) -> list[RunColumns | None] | 
             pa.py_buffer(data),
             read_options=csv.ReadOptions(column_names=list(_RUN_NAMES), use_threads=False),
             parse_options=csv.ParseOptions(
-                delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False
+                delimiter=delimiter,
+                quote_char=False,
+                double_quote=False,
+                escape_char=False,
+                ignore_empty_lines=False,  # a blank line is a row of one field: refused
             ),
             convert_options=csv.ConvertOptions(
                 column_types=types,
@@ -271,89 +406,37 @@ def _parse(texts: list[PlainText], delimiter: str) -> list[RunColumns | None] | 
         qid, docno, values = (table.column(c).combine_chunks() for c in ("qid", "docno", "score"))
     except (pa.ArrowInvalid, pa.ArrowCapacityError):
         return None  # a line of other than six fields, a score that is no number, 2 GB of ids
-    score = numbers(values, np.float64) + 0.0  # -0.0 -> 0.0 (C compares them as equal)
-    sizes = np.asarray([t.lines for t in texts], dtype=np.int64)
-    if int(sizes.sum()) != len(score):  # pragma: no cover - every line is a row
+    if len(values) != sum(t.lines for t in texts):  # a CR, which Arrow reads as a line end
         return None
-    file_of = np.repeat(np.arange(len(texts)), sizes)
-    doubtful = np.zeros(len(texts), dtype=bool)
-    doubtful[file_of[~np.isfinite(score)]] = True  # nan, inf, a magnitude beyond a double's
-    doubtful[_duplicated(qid, docno, file_of)] = True  # on_duplicate decides
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).tolist()
-    out: list[RunColumns | None] = []
-    for text, start, size, bad in zip(texts, starts, sizes.tolist(), doubtful, strict=True):
-        if bad:
-            out.append(None)
-            continue
-        name = text.path.name
-        out.append(
-            RunColumns(
-                name=name[:-3] if name.endswith(".gz") else name,
-                tag=text.data[: text.data.index(b"\n")].split()[5].decode("ascii"),
-                qid=qid.slice(start, size),
-                docno=docno.slice(start, size),
-                score=score[start : start + size],
-            )
-        )
-    return out
+    return qid, docno, numbers(values, np.float64) + 0.0  # -0.0 -> 0.0 (C: equal)
 
 
-_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9], dtype=np.uint64)
+_MIX = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93)
+"""Odd 64-bit multipliers of the hash rounds of :func:`_repeated`."""
 
 
-def _fingerprints(strings: Any) -> np.ndarray:
-    """`len(strings)` uint64: a fingerprint of each Arrow string (its length, first and last
-    eight bytes, mixed); equal strings have equal fingerprints."""
-    count = len(strings)
-    offsets = np.frombuffer(
-        strings.buffers()[1], dtype=np.int32, count=count + 1, offset=strings.offset * 4
-    ).astype(np.int64)
-    data = np.frombuffer(strings.buffers()[2], dtype=np.uint8)
-    size = data.size + 8 - data.size % 8 + 24
-    padded = np.zeros(size, dtype=np.uint8)  # 8 zero bytes, the data, zeros
-    padded[8 : 8 + data.size] = data
-    words = padded.view(np.uint64)
-    starts, ends = offsets[:-1] + 8, offsets[1:] + 8
-    lengths = np.minimum(ends - starts, 8).astype(np.uint64)
-    short = lengths < 8
-    bits = np.uint64(8) * lengths
-    first = _word_at(words, starts)
-    first = np.where(short, first & ((np.uint64(1) << bits) - np.uint64(1)), first)
-    last = _word_at(words, ends - 8)
-    last = np.where(short, last >> (np.uint64(64) - bits) % np.uint64(64), last)
-    last = np.where(lengths == 0, np.uint64(0), last)
-    return first * _MIX[0] + last * _MIX[1] + (ends - starts).astype(np.uint64) * _MIX[2]
+def _repeated(keys: np.ndarray) -> np.ndarray:
+    """Indices of the entries of `n` int64 ``keys`` (>= 0) whose key occurs more than once.
 
-
-def _word_at(words: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """The eight bytes at each byte position of ``words``' buffer, as little-endian uint64."""
-    index = positions >> 3
-    shift = (positions & 7).astype(np.uint64) * np.uint64(8)
-    low = words[index] >> shift
-    high = words[index + 1] << ((np.uint64(64) - shift) % np.uint64(64))
-    return low | np.where(shift == 0, np.uint64(0), high)
-
-
-def _duplicated(qid: Any, docno: Any, file_of: np.ndarray) -> np.ndarray:
-    """The files (indices) in which a (query, document) pair occurs twice.
-
-    Pairs are compared by fingerprint (:func:`_fingerprints`) first; the few whose
-    fingerprints meet are compared as strings.
+    A few rounds of hashing set aside the entries whose key shares no hash slot with another
+    (each such key occurs once); the few left are compared exactly (sorted).
     """
-    queries = numbers(compute("dictionary_encode", qid).indices, np.int32).astype(np.uint64)
-    span = np.uint64(int(np.max(queries, initial=0)) + 1)
-    group: np.ndarray = file_of.astype(np.uint64) * span + queries
-    keys = _fingerprints(docno) ^ (group * _MIX[2] + _MIX[0])
-    ordered = np.sort(keys)
-    met = ordered[1:][ordered[1:] == ordered[:-1]]
-    if not met.size:
-        return np.zeros(0, dtype=np.int64)
-    suspects = np.flatnonzero(np.isin(keys, met)).tolist()
-    seen: set[tuple[int, str, str]] = set()
-    files: set[int] = set()
-    for i in suspects:
-        pair = (int(file_of[i]), qid[i].as_py(), docno[i].as_py())
-        if pair in seen:
-            files.add(pair[0])
-        seen.add(pair)
-    return np.asarray(sorted(files), dtype=np.int64)
+    index = np.arange(keys.size)
+    for multiplier in _MIX:
+        if index.size <= 1024:
+            break
+        bits = int(4 * index.size).bit_length()  # a table 4 to 8 times larger
+        slot = (keys.astype(np.uint64) * np.uint64(multiplier)) >> np.uint64(64 - bits)
+        slots = slot.astype(np.intp)
+        table = np.empty(1 << bits, dtype=np.intp)
+        table[slots] = np.arange(keys.size)  # one of the entries of each slot
+        owner = table[slots]
+        shared = owner != np.arange(keys.size)
+        shared[owner[shared]] = True  # and the entry it lost to
+        keys, index = keys[shared], index[shared]
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    same = np.flatnonzero(ordered[1:] == ordered[:-1])
+    repeated = np.zeros(keys.size, dtype=bool)  # (np.unique would import numpy.ma: 20 ms)
+    repeated[order[same]] = repeated[order[same + 1]] = True
+    return index[repeated]

@@ -101,3 +101,36 @@ def test_eval_imports_no_heavy_library(files):
     assert timed.returncode == 0, timed.stderr
     imported = {line.split("|")[-1].strip().split(".")[0] for line in timed.stderr.splitlines()}
     assert not imported & {"torch", "pyro", "transformers", "pandas"}
+
+
+def test_eval_process_imports_nothing_it_does_not_use(files):
+    """``python -m probrank.cli eval`` loads none of the modules that evaluating does not
+    need and that cost time at start-up: numpy.ma (np.unique loads it: 20 ms), json, difflib
+    (only to word errors), and no other command's module; and it still prints everything and
+    ends with the command's exit code (it leaves without the interpreter's clean-up)."""
+    code = (
+        "import runpy, sys\n"
+        "sys.argv = ['probrank', 'eval', sys.argv[1], sys.argv[2], '-m', 'AP', '-m', 'P.1']\n"
+        "import atexit\n"
+        "atexit.register(lambda: print('atexit ran', file=sys.stderr))\n"
+        "runpy.run_module('probrank.cli', run_name='__main__')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code, str(files / "qrels"),
+         str(files / "a.run")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert {"probrank.cli", "probrank.data.trec_columns", "pyarrow"} <= imported
+    unwanted = {"numpy.ma", "json", "difflib", "pandas", "scipy", "probrank.cli.serve"}
+    assert not imported & unwanted
+    assert done.stdout.splitlines()[-1].startswith("P_1 ")
+    assert "atexit ran" not in done.stderr  # the process ended at once
+    bad = subprocess.run(
+        [sys.executable, "-m", "probrank.cli", "eval", str(files / "qrels"),
+         str(files / "missing.run")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.startswith("probrank: error: ") and bad.stderr.count("\n") == 1

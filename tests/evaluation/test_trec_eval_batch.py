@@ -298,3 +298,47 @@ def test_rankings_of_very_different_lengths_are_taken_in_chunks(tmp_path, monkey
         for k, i in enumerate(rows.tolist()):
             got = matrix.rels[k, : int(matrix.num_ret[k])].tolist()
             assert got == list(range(starts[i], starts[i] + int(lengths[i])))
+
+
+def test_files_in_score_order_with_tied_scores_keep_trec_order(tmp_path):
+    """Files that list each topic's lines together, scores descending (the order most runs
+    have), with tied scores in any docno order: the ranking that keeps the file's order and
+    sorts only the ties equals the per-topic reference."""
+    rng = random.Random(4)
+    qrels = {str(q): {f"d{d}": rng.randint(-1, 2) for d in range(0, 80, 2)} for q in range(1, 7)}
+    evaluator = Evaluator(Qrels(qrels), ALL_MEASURES, all_queries=True, depth=30)
+    paths, expected = [], []
+    for i in range(5):
+        run = {}
+        lines = []
+        for q in rng.sample(["3", "1", "10", "2", "5", "9"], 5):  # not in trec_eval's order
+            docs = rng.sample(range(80), 40)
+            scores = sorted(
+                (rng.choice([1.0, 0.5, 0.25, rng.random()]) for _ in docs), reverse=True
+            )
+            run[q] = {f"d{d}": s for d, s in zip(docs, scores, strict=True)}
+            # within a tie, docno ascending, descending or as drawn
+            ordered = sorted(run[q].items(), key=lambda item: (-item[1], item[0]))
+            if i % 3 == 1:
+                ordered = sorted(run[q].items(), key=lambda item: (item[1], item[0]), reverse=True)
+            elif i % 3 == 2:
+                ordered = sorted(run[q].items(), key=lambda item: -item[1])
+            lines += [f"{q} Q0 {d} {k} {s!r} t{i}" for k, (d, s) in enumerate(ordered, 1)]
+        path = tmp_path / f"run{i}"
+        path.write_text("\n".join(lines) + "\n", encoding="ascii")
+        paths.append(path)
+        expected.append(per_topic_reference(evaluator, Run(run)))
+    assert [r.per_query for r in evaluator.evaluate_many(paths, threads=1)] == expected
+
+
+def test_repeated_keys_are_found_exactly():
+    """The hashing rounds that look for pairs seen twice find exactly the repeated keys (a
+    sort of every key is the reference), among many keys and few."""
+    from probrank.data.trec_columns import _repeated
+
+    rng = np.random.default_rng(5)
+    for size, span in ((50_000, 10**12), (50_000, 60_000), (3_000, 2**62), (5, 3), (0, 1)):
+        keys = rng.integers(0, span, size=size, dtype=np.int64)
+        values, counts = np.unique(keys, return_counts=True)
+        reference = np.flatnonzero(np.isin(keys, values[counts > 1]))
+        assert _repeated(keys).tolist() == reference.tolist()

@@ -1,17 +1,20 @@
 """Many runs ranked at once: trec_eval's ordering and relevance lookup on Arrow columns.
 
-:func:`rank_columns` takes runs read by :func:`probrank.data.trec_columns.read_run_columns`
+:func:`rank_columns` takes runs read together by :func:`probrank.data.trec_columns.read_batch`
 and gives the relevance values of every (run, topic) ranking, without a Python object per
 document:
 
-* each query id becomes its topic's index in trec_eval's topic order (a hash lookup); lines of
-  topics the qrels lack are dropped, as trec_eval ignores them;
-* each document id becomes its index among the judged documents (a hash lookup), and each
-  (topic, document) pair is found among the judgements (a binary search of integer keys) and
-  gets the relevance value :meth:`RankedTopic.rank` would give it;
-* one sort orders every run's topics by score descending, ties by docno descending (Arrow
-  compares strings byte by byte, which is ``strcmp``'s order for these NUL-free ASCII ids);
-  scores were read with ``-0.0`` as ``0.0``, which C compares as equal;
+* each distinct query id is looked up once among the qrels topics (a hash lookup), and each
+  line gets its topic's index in trec_eval's topic order; lines of topics the qrels lack are
+  dropped, as trec_eval ignores them;
+* each distinct document id is looked up once among the judged documents (a hash lookup), and
+  each (topic, document) pair gets, from a table of the judgements (or a binary search of
+  integer keys), the relevance value :meth:`RankedTopic.rank` would give it;
+* each run's topics are ordered by score descending, ties by docno descending: when a file
+  already lists every topic's lines together in that order (as most do) only the topics are
+  put in order; else one sort orders every ranking (Arrow compares strings byte by byte, which
+  is ``strcmp``'s order for these NUL-free ASCII ids); scores were read with ``-0.0`` as
+  ``0.0``, which C compares as equal;
 * ``-M`` keeps each ranking's top ``depth``.
 """
 
@@ -24,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from probrank.data.trec_columns import (
-    RunColumns,
+    ColumnBatch,
     arrow,
     arrow_numbers,
     arrow_strings,
@@ -55,35 +58,38 @@ class QrelsIndex:
     """
 
     def __init__(self, order: Sequence[str], judged: Mapping[str, JudgedTopic]):
-        vocabulary: dict[str, int] = {}
-        topic_codes: list[int] = []
-        doc_codes: list[int] = []
-        values: list[int] = []
-        for code, qid in enumerate(order):
-            grades = judged[qid].grades
-            topic_codes.extend([code] * len(grades))
-            doc_codes.extend(vocabulary.setdefault(doc, len(vocabulary)) for doc in grades)
-            values.extend(grades.values())
+        grades = [judged[qid].grades for qid in order]
+        sizes = np.fromiter(map(len, grades), np.int64, len(grades))
+        docs = arrow_strings([doc for topic in grades for doc in topic])
+        encoded = compute("dictionary_encode", docs)
         self.topics = arrow_strings(list(order))
-        self.docs = arrow_strings(list(vocabulary))
-        keys = np.asarray(topic_codes, dtype=np.int64) * max(len(vocabulary), 1)
-        keys += np.asarray(doc_codes, dtype=np.int64)
+        self.docs = encoded.dictionary
+        width = max(len(self.docs), 1)
+        keys = np.repeat(np.arange(len(order), dtype=np.int64) * width, sizes)
+        keys += numbers(encoded.indices, np.int32)
+        values = np.fromiter(
+            (g for topic in grades for g in topic.values()), np.int64, int(sizes.sum())
+        )
         ordered = np.argsort(keys, kind="stable")
         self.keys = keys[ordered]
-        self.values = np.asarray(values, dtype=np.int64)[ordered]
-        size = len(order) * max(len(vocabulary), 1)
+        self.values = values[ordered]
+        size = len(order) * width
         self._dense: np.ndarray | None = None
         if size <= DENSE_KEYS:  # a table indexed by key: no binary search
             self._dense = np.full(size, NOT_IN_POOL, dtype=np.int64)
             self._dense[self.keys] = self.values
 
-    def lookup(self, codes: np.ndarray, docno: Any) -> np.ndarray:
-        """`num_docs` int64 relevance values of documents ``docno`` (Arrow strings) of topics
-        ``codes`` (`num_docs` int64), :data:`NOT_IN_POOL` when not judged."""
-        found = compute("index_in", docno, value_set=self.docs)
-        hit = valid(found)
-        doc = np.where(hit, numbers(found, np.int32), 0)
-        keys = codes * max(len(self.docs), 1) + doc
+    def lookup(self, codes: np.ndarray, docs: np.ndarray) -> np.ndarray:
+        """`num_docs` int64 relevance values of documents ``docs`` of topics ``codes``,
+        :data:`NOT_IN_POOL` when not judged.
+
+        Args:
+            codes: `num_docs` int64 topic indices (into :attr:`topics`).
+            docs: `num_docs` int64 document indices (into :attr:`docs`), -1: not judged in
+                any topic.
+        """
+        hit = docs >= 0
+        keys = codes * max(len(self.docs), 1) + np.maximum(docs, 0)
         if self._dense is not None:
             return np.where(hit, self._dense[keys], NOT_IN_POOL)
         at = np.minimum(np.searchsorted(self.keys, keys), max(self.keys.size - 1, 0))
@@ -94,14 +100,21 @@ class QrelsIndex:
         return np.where(hit, self.values[at] if self.values.size else NOT_IN_POOL, NOT_IN_POOL)
 
 
+def _positions(values: Any, found_in: Any) -> np.ndarray:
+    """`len(values)` int64: the index of each Arrow string of ``values`` in ``found_in``, or
+    -1."""
+    found = compute("index_in", values, value_set=found_in)
+    return np.where(valid(found), numbers(found, np.int32), -1).astype(np.int64)
+
+
 def rank_columns(
-    index: QrelsIndex, runs: Sequence[RunColumns], depth: int | None = None
+    index: QrelsIndex, batch: ColumnBatch, depth: int | None = None
 ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-    """The rankings of ``runs``' topics, as relevance values in trec_eval order.
+    """The rankings of the topics of a batch's runs, as relevance values in trec_eval order.
 
     Args:
         index: The judgements.
-        runs: Runs read as columns.
+        batch: Runs read as columns together.
         depth: trec_eval's ``-M``.
 
     Returns:
@@ -109,42 +122,71 @@ def rank_columns(
         (ascending); the `sum(num_ret)` int64 relevance values of every ranking, run after run
         and topic after topic, best first; and the `sum(num_topics)` int64 ranking lengths.
     """
-    pa = arrow()
-    if pa is None:  # pragma: no cover - the index was built, so pyarrow is here
-        raise ImportError("pyarrow is needed to rank runs read as columns")
-    sizes = [len(run.score) for run in runs]
-    qid = pa.concat_arrays([run.qid for run in runs])
-    found = compute("index_in", qid, value_set=index.topics)
-    code = numbers(found, np.int32).astype(np.int64)
-    keep = valid(found)
-    run_of = np.repeat(np.arange(len(runs), dtype=np.int64), sizes)
-    docno: Any = pa.concat_arrays([run.docno for run in runs])
-    score = np.concatenate([run.score for run in runs])
+    topics = len(index.topics)
+    code = _positions(batch.qid_values, index.topics)[batch.qid_codes]
+    doc = _positions(batch.doc_values, index.docs)[batch.doc_codes]
+    run_of = np.repeat(np.arange(len(batch.sizes), dtype=np.int64), batch.sizes)
+    score, docno = batch.score, batch.docno
+    keep = code >= 0
     if not keep.all():
         kept = np.flatnonzero(keep)
-        code, run_of, score = code[kept], run_of[kept], score[kept]
+        code, doc, run_of, score = code[kept], doc[kept], run_of[kept], score[kept]
         docno = docno.take(arrow_numbers(kept))
-    rels = index.lookup(code, docno)
-    group = run_of * len(index.topics) + code
-    table = pa.Table.from_arrays(
-        [arrow_numbers(group), arrow_numbers(score), docno], names=["group", "score", "docno"]
-    )
-    order = numbers(
-        compute(
-            "sort_indices",
-            table,
-            sort_keys=[("group", "ascending"), ("score", "descending"), ("docno", "descending")],
-        ),
-        np.uint64,
-    )
-    rels, group = rels[order], group[order]
+    group = run_of * topics + code
+    order = _trec_order(group, score, docno)
+    group, doc, code = group[order], doc[order], code[order]
+    rels = index.lookup(code, doc)
     starts = np.flatnonzero(np.diff(group, prepend=-1))
     num_ret = np.diff(starts, append=group.size)
     if depth is not None and int(num_ret.max(initial=0)) > depth:
         position = np.arange(group.size) - np.repeat(starts, num_ret)
         rels = rels[position < depth]
         num_ret = np.minimum(num_ret, depth)
-    row_run, row_code = np.divmod(group[starts], len(index.topics))
-    bounds = np.searchsorted(row_run, np.arange(len(runs) + 1))
+    row_run, row_code = np.divmod(group[starts], topics)
+    bounds = np.searchsorted(row_run, np.arange(len(batch.sizes) + 1))
     codes = [row_code[a:b] for a, b in pairwise(bounds.tolist())]
     return codes, rels, num_ret
+
+
+def _trec_order(group: np.ndarray, score: np.ndarray, docno: Any) -> np.ndarray:
+    """`n` int64: the lines ordered by ``group`` ascending, then score descending, then docno
+    descending (Arrow strings).
+
+    When each group's lines are together with their scores descending (as most files list
+    them), a stable sort of the groups keeps each group's order, and only the lines of tied
+    scores are sorted again (by docno); else one sort of all three keys.
+    """
+    if group.size > 1:
+        same = group[1:] == group[:-1]
+        heads = np.sort(group[np.concatenate(([0], np.flatnonzero(~same) + 1))])
+        together = not (heads[1:] == heads[:-1]).any()  # no group in two places
+        if together and not (same & (score[1:] > score[:-1])).any():
+            order = np.argsort(group, kind="stable")
+            if (same & (score[1:] == score[:-1])).any():
+                _sort_ties(order, group[order], score[order], docno)
+            return order
+    keys = [("group", "ascending"), ("score", "descending"), ("docno", "descending")]
+    return _sort_indices([arrow_numbers(group), arrow_numbers(score), docno], keys)
+
+
+def _sort_ties(order: np.ndarray, group: np.ndarray, score: np.ndarray, docno: Any) -> None:
+    """Order each run of equal ``(group, score)`` of the lines ``order`` (in that order) by
+    docno descending, in place."""
+    tie = (group[1:] == group[:-1]) & (score[1:] == score[:-1])
+    member = np.concatenate(([False], tie)) | np.concatenate((tie, [False]))
+    where = np.flatnonzero(member)
+    segment = np.cumsum(np.concatenate(([True], ~tie)))[where]
+    lines = order[where]
+    keys = [("segment", "ascending"), ("docno", "descending")]
+    ranked = _sort_indices([arrow_numbers(segment), docno.take(arrow_numbers(lines))], keys)
+    order[where] = lines[ranked]
+
+
+def _sort_indices(columns: list[Any], keys: list[tuple[str, str]]) -> np.ndarray:
+    """`n` int64: the order of the rows of ``columns`` (Arrow arrays) by ``keys``
+    (``(column name, order)``, the columns named as the keys in order)."""
+    pa = arrow()
+    if pa is None:  # pragma: no cover - the batch was read with it
+        raise ImportError("pyarrow is needed to rank runs read as columns")
+    table = pa.Table.from_arrays(columns, names=[name for name, _ in keys])
+    return numbers(compute("sort_indices", table, sort_keys=keys), np.uint64).astype(np.int64)

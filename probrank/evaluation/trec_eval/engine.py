@@ -33,7 +33,7 @@ from probrank.evaluation.trec_eval.vectorised import row_values
 from probrank.exceptions import InputDataError
 
 if TYPE_CHECKING:
-    from probrank.data.trec_columns import RunColumns
+    from probrank.data.trec_columns import ColumnBatch, RunColumns
     from probrank.evaluation.trec_eval.batch import QrelsIndex
 
 __all__ = ["TopicValues", "TrecEvalEngine", "check_options"]
@@ -207,12 +207,23 @@ class TrecEvalEngine:
         Raises:
             InputDataError: a run that shares no topic with the qrels (and ``-c`` is off).
         """
+        from probrank.data.trec_columns import ColumnBatch
+
+        return self.per_query_batch(ColumnBatch.of(list(runs)))
+
+    def per_query_batch(self, batch: ColumnBatch) -> list[TopicValues]:
+        """Per-topic values of the runs of a batch read together
+        (:func:`~probrank.data.trec_columns.read_batch`), ranked all at once.
+
+        Raises:
+            InputDataError: a run that shares no topic with the qrels (and ``-c`` is off).
+        """
         from probrank.evaluation.trec_eval.batch import QrelsIndex, rank_columns
 
         if self._index is None:
             self._index = QrelsIndex(self._order, {q: self.judged(q) for q in self._order})
-        codes, flat, num_ret = rank_columns(self._index, runs, self.depth)
-        return self.tables(codes, flat, num_ret, [run.name for run in runs])
+        codes, flat, num_ret = rank_columns(self._index, batch, self.depth)
+        return self.tables(codes, flat, num_ret, [run.name for run in batch.runs])
 
     def _missing(self, qid: str) -> dict[str, float]:
         """``-c``'s values of a qrels topic the run lacks (the same for every run)."""

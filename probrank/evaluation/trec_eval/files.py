@@ -4,7 +4,7 @@ The runs are taken in groups of about :data:`GROUP_BYTES` of
 files. The files of a group are read on a few threads (gunzipping and Arrow's CSV reader
 release the GIL), each by the compiled reader when it vouches for the file and by the strict
 reader otherwise; then the group's column-read runs are ranked and evaluated at once
-(:meth:`TrecEvalEngine.per_query_columns`) and its other runs together
+(:meth:`TrecEvalEngine.per_query_batch`) and its other runs together
 (:meth:`TrecEvalEngine.per_query_many`). Errors keep the order of a loop that reads every file
 first and then evaluates: the first unreadable file (in the given order) is the error, before
 any run that shares no query with the qrels.
@@ -22,7 +22,7 @@ from probrank.data.trec import OnDuplicate, Run
 from probrank.exceptions import InputDataError
 
 if TYPE_CHECKING:
-    from probrank.data.trec_columns import RunColumns
+    from probrank.data.trec_columns import ColumnBatch
     from probrank.evaluation.trec_eval.engine import TopicValues, TrecEvalEngine
 
 __all__ = ["GROUP_BYTES", "RunLike", "RunValues", "evaluate_many"]
@@ -54,26 +54,29 @@ class RunValues:
 
 def _load(
     items: list[RunLike], policy: OnDuplicate, pool: Any
-) -> list[RunColumns | Run | Mapping[str, Mapping[str, float]]]:
-    """Runs as columns (plain files, read together), :class:`Run` (other files, read by the
-    strict reader, in order) or as given."""
-    from probrank.data.trec_columns import plain_text, read_columns
+) -> tuple[ColumnBatch | None, list[int | None], list[Run | Mapping[str, Mapping[str, float]]]]:
+    """The runs: plain files read together as one batch (``where[i]``: the index of item
+    ``i``'s run in the batch, or ``None``), and the others, read by the strict reader in
+    order, or as given (``None`` where the batch holds the item)."""
+    from probrank.data.trec_columns import plain_text, read_batch
 
     files = [(i, item) for i, item in enumerate(items) if not isinstance(item, (Run, Mapping))]
     get = pool.map if pool is not None else map
     texts = list(get(plain_text, [item for _, item in files]))
     plain = [(i, t) for (i, _), t in zip(files, texts, strict=True) if t is not None]
-    read = dict(zip([i for i, _ in plain], read_columns([t for _, t in plain]), strict=True))
-    loaded: list[RunColumns | Run | Mapping[str, Mapping[str, float]]] = []
+    batch, found = read_batch([t for _, t in plain])
+    where: list[int | None] = [None] * len(items)
+    for (i, _), at in zip(plain, found, strict=True):
+        where[i] = at
+    others: list[Run | Mapping[str, Mapping[str, float]]] = []
     for i, item in enumerate(items):
-        columns = read.get(i)
-        if columns is not None:
-            loaded.append(columns)
+        if where[i] is not None:
+            others.append({})
         elif isinstance(item, (Run, Mapping)):
-            loaded.append(item)
+            others.append(item)
         else:  # doubtful: the strict reader reads it or words the error
-            loaded.append(Run.read(item, on_duplicate=policy))
-    return loaded
+            others.append(Run.read(item, on_duplicate=policy))
+    return batch, where, others
 
 
 def _size(item: RunLike) -> int:
@@ -122,7 +125,6 @@ def evaluate_many(
     """See :meth:`probrank.evaluation.measures.Evaluator.evaluate_many`."""
     from probrank._options import parse_enum
     from probrank._threads import default_threads
-    from probrank.data.trec_columns import RunColumns
 
     policy = parse_enum(OnDuplicate, on_duplicate, "on_duplicate")
     count = max(1, min(threads if threads is not None else default_threads(), len(runs)))
@@ -130,20 +132,17 @@ def evaluate_many(
     pending: InputDataError | None = None  # a run that shares no query, raised last
     with _pool(count) as pool:
         for group in _groups(runs, GROUP_BYTES):
-            loaded = _load([runs[i] for i in group], policy, pool)
+            batch, where, loaded = _load([runs[i] for i in group], policy, pool)
             if pending is not None:
                 continue  # only reading errors can still come first
-            columns = [
-                (i, r) for i, r in zip(group, loaded, strict=True) if isinstance(r, RunColumns)
-            ]
-            others = [
-                (i, r) for i, r in zip(group, loaded, strict=True) if not isinstance(r, RunColumns)
-            ]
+            others = [(i, r) for i, r, at in zip(group, loaded, where, strict=True) if at is None]
             try:
-                if columns:
-                    tables = engine.per_query_columns([r for _, r in columns])
-                    for (i, run), table in zip(columns, tables, strict=True):
-                        results[i] = _values(engine, run.name, run.tag, table)
+                if batch is not None:
+                    tables = engine.per_query_batch(batch)
+                    for i, at in zip(group, where, strict=True):
+                        if at is not None:
+                            run = batch.runs[at]
+                            results[i] = _values(engine, run.name, run.tag, tables[at])
                 if others:
                     names = [getattr(r, "name", "run") for _, r in others]
                     tables = engine.per_query_many([_mapping(r) for _, r in others], names)

@@ -22,7 +22,6 @@ levels numbers in [0, 1], ``rel`` a non-negative integer, RBP's ``p`` in (0, 1) 
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import textwrap
@@ -294,6 +293,8 @@ def _bad(name: str, what: str) -> InputDataError:
 def _unknown(name: str) -> InputDataError:
     known = [*FAMILIES, *_BY_TREC_NAME, *_TREC_CUT_FAMILIES]
     stem = re.split(r"[@(._]", name, maxsplit=1)[0] or name
+    import difflib  # only to word an error
+
     close = difflib.get_close_matches(stem, known, n=1) or difflib.get_close_matches(
         name, known, n=1
     )
