@@ -1,4 +1,5 @@
-"""The README's "Custom priors and likelihoods from the command line" block, run as it stands:
+"""The "Custom priors and likelihoods" page's command-line block (``docs/guide/custom-priors.md``),
+run as it stands:
 a likelihood and a prior written in a module beside a config reach ``probrank experiment``,
 and a typo in the callable's name is one line, exit code 2, before any work."""
 
@@ -14,13 +15,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTION = "## Custom priors and likelihoods from the command line"
+PAGE = ROOT / "docs" / "guide" / "custom-priors.md"
+SECTION = "# Custom priors and likelihoods"
 
 pytestmark = pytest.mark.integration
 
 
 def _block() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     start = text.index(SECTION)
     match = re.search(r"```sh\n(.*?)```", text[start:], re.S)
     assert match is not None, "the section has no ```sh block"

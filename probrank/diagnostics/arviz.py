@@ -1,19 +1,19 @@
 """Posteriors (draws, NUTS chains, Pyro MCMC, Bayesian layers, Laplace Gaussians) to ArviZ.
 
-:func:`to_inference_data` is one verb for every kind of posterior probrank produces; the
-source's type picks the converter (a :func:`functools.singledispatch` registry):
+:func:`~probrank.diagnostics.to_inference_data` is one verb for every kind of posterior probrank
+produces; the source's type picks the converter (a :func:`functools.singledispatch` registry):
 
 ========================================  =================================================
 source                                    posterior group
 ========================================  =================================================
 ``{name: chains x draws x *shape}``       the draws (``chains=False``: `draws x *shape`,
                                           one chain, e.g. guide or SWAG samples)
-:class:`~probrank.inference.mcmc.`        the chains, plus ``sample_stats.diverging``
-``NutsSamples`` (:func:`fit_nuts`)
+:class:`~probrank.inference.NutsSamples`  the chains, plus ``sample_stats.diverging``
+(:func:`~probrank.inference.fit_nuts`)
 :class:`pyro.infer.MCMC`                  ``get_samples(group_by_chain=True)`` plus
                                           ``sample_stats.diverging``
-a :class:`~probrank.nn.bayesian_linear.`  ``num_samples`` draws of every ``BayesianLinear``
-``BayesianLinear`` or a ``PyroModule``    layer's ``weight`` and ``bias`` from its fitted
+a :class:`~probrank.nn.BayesianLinear`    ``num_samples`` draws of every ``BayesianLinear``
+or a ``PyroModule``                       layer's ``weight`` and ``bias`` from its fitted
 holding some (e.g. the QLFusion net)      mean-field guide, or from ``guide=`` (one chain)
 a ``MultivariateNormal`` or               ``num_samples`` draws of a Laplace (Gaussian)
 ``(mean, covariance)``                    posterior, variable ``var_name`` (one chain)

@@ -57,19 +57,19 @@ class Statistic(str, Enum):
     ZEROS = "zeros"
     """Fraction of zero observations (excess zeros)."""
     DISPERSION = "dispersion"
-    """Discrepancy: Pearson ``mean((y - E[y]) ^ 2 / Var[y])``, about 1 when the likelihood's
+    """Discrepancy. Pearson ``mean((y - E[y]) ^ 2 / Var[y])``, about 1 when the likelihood's
     variance is right; large under over-dispersion (e.g. beta-binomial data, binomial model)."""
     CALIBRATION = "calibration"
-    """Discrepancy: Hosmer-Lemeshow ``sum_b (O_b - E_b) ^ 2 / V_b`` over 10 equal-count bins
+    """Discrepancy. Hosmer-Lemeshow ``sum_b (O_b - E_b) ^ 2 / V_b`` over 10 equal-count bins
     of ``E[y]`` (observed and expected totals and the variance per bin)."""
     GROUP_DISPERSION = "group_dispersion"
-    """Discrepancy: Pearson statistic of group totals, ``sum_g (O_g - E_g) ^ 2 / V_g`` (needs
+    """Discrepancy. Pearson statistic of group totals, ``sum_g (O_g - E_g) ^ 2 / V_g`` (needs
     ``groups``, e.g. the query of each label): extra between-query variation."""
     UPSETS = "upsets"
-    """Discrepancy: fraction of binary outcomes against the more probable one (for pairwise
+    """Discrepancy. Fraction of binary outcomes against the more probable one (for pairwise
     judgements: the preferred item had the lower utility)."""
     LOG_LIKELIHOOD = "log_likelihood"
-    """Discrepancy: mean negative log-likelihood ``-mean(log p(y | theta))``."""
+    """Discrepancy. Mean negative log-likelihood ``-mean(log p(y | theta))``."""
 
 
 @dataclass(frozen=True)

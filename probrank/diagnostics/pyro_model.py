@@ -134,7 +134,7 @@ def from_pyro(
         posterior_samples: Latent draws, ``chains x draws x *shape`` or ``S x *shape``.
         num_samples: Guide draws.
         seed: Seeds the guide draws and the predictive draws.
-        param_state: A :attr:`~probrank.inference.svi.FitResult.param_state` to load
+        param_state: A :attr:`~probrank.inference.FitResult.param_state` to load
             (scoped; the caller's param store is restored), for guides that keep their
             parameters in the param store (autoguides).
         observed: Observed sites to keep (default: all).

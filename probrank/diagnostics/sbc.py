@@ -43,6 +43,7 @@ from probrank._progress import progress_bar
 from probrank.exceptions import InputDataError
 
 __all__ = [
+    "DISPERSION_Z",
     "Dispersion",
     "ParameterCalibration",
     "SBCResult",

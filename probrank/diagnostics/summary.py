@@ -1,9 +1,9 @@
 """Posterior summaries: the installed ArviZ's own table (``arviz.summary``), plus the sample
 sizes and divergences in ``table.attrs``.
 
-:func:`summary` delegates to ``arviz.summary`` of the installed line with the same arguments
-and defaults, so a user moving between probrank and ArviZ gets the same table, column for
-column and value for value:
+:func:`~probrank.diagnostics.summary` delegates to ``arviz.summary`` of the installed line with the
+same arguments and defaults, so a user moving between probrank and ArviZ gets the same table,
+column for column and value for value:
 
 * ArviZ 0.x (Python 3.11): ``mean``, ``sd``, ``hdi_3%``/``hdi_97%`` (HDI of mass
   ``rcParams["stats.hdi_prob"]``, 0.94), ``mcse_mean``, ``mcse_sd``, ``ess_bulk``,

@@ -65,9 +65,9 @@ HIDDEN_CACHE_FORMAT = "probrank-hidden-state-cache"
 HIDDEN_CACHE_VERSION = 1
 
 FLOAT16_RELATIVE_ERROR = 2.0**-11
-"""Unit roundoff of float16 (round to nearest): the relative error of a stored normal value."""
+"""Unit roundoff of float16 (round to nearest), the relative error of a stored normal value."""
 FLOAT16_ABSOLUTE_ERROR = 2.0**-25
-"""Half the spacing of float16 subnormals: the absolute error of a stored tiny value."""
+"""Half the spacing of float16 subnormals, the absolute error of a stored tiny value."""
 
 _DTYPES = {"float16": torch.float16, "float32": torch.float32}
 

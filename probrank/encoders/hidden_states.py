@@ -248,7 +248,7 @@ class HiddenStateEncoder:
             seed: Seed of the power-iteration vectors.
 
         Returns:
-            A :class:`~probrank.encoders.top_layers.TopLayers` on :attr:`device`, in training
+            A :class:`~probrank.encoders.top_layers.TopLayers` on ``self.device``, in training
             mode.
         """
         return TopLayers(

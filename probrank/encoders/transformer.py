@@ -269,7 +269,7 @@ class TransformerEncoder(nn.Module):
 
     @property
     def feature_dim(self) -> int:
-        """Width of the pair features: ``hidden_size`` (cross) or ``4 * hidden_size`` (bi)."""
+        """Width of the pair features, ``hidden_size`` (cross) or ``4 * hidden_size`` (bi)."""
         return self.hidden_size * (4 if self.mode is EncoderMode.BI else 1)
 
     def _pool(self, states: Tensor, attention: Tensor) -> Tensor:

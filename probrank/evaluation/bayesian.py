@@ -3,7 +3,7 @@
 :func:`bayesian_compare` reads per-topic values with trec_eval 10's semantics
 (:meth:`~probrank.evaluation.Evaluator.per_query`), draws from the posterior of each system's
 expected measure, and reports, per measure and for each run against the first: the posterior
-mean difference, a 95% credible interval, P(B > A) and P(|B - A| < ROPE); for all runs at once,
+mean difference, a 95% credible interval, P(B > A) and ``P(|B - A| < ROPE)``; for all runs at once,
 pairwise P(row better than column) and P(each run is best).
 
 **Model** (``likelihood``, :class:`~probrank.evaluation.bayesian_model.Likelihood`). The
@@ -17,12 +17,12 @@ the time with a bias under 0.005 on all of them, identical runs included. ``"boo
 (Bayesian bootstrap, exact) and the hierarchical model of
 :mod:`probrank.evaluation.bayesian_model` (``"normal"``, Carterette's linear model, and
 ``"truncated-normal"``, sampled with NUTS) remain as options; in the simulation the truncated
-normal diverged in 3 of 4 NUTS fits, identical runs included (see the README).
+normal diverged in 3 of 4 NUTS fits, identical runs included (see ``docs/guide/comparison.md``).
 
 **ROPE.** The region of practical equivalence defaults to 0.01 on the measure's own scale
 (:data:`DEFAULT_ROPE`): 3% of a typical Robust03 MAP (0.3), below the 5% that Sparck Jones
 (1974) called a noticeable difference for measures above 0.2, and the size of difference that
-four printed digits still show reliably. P(|B - A| < 0.01) near 1 says the runs are
+four printed digits still show reliably. ``P(|B - A| < 0.01)`` near 1 says the runs are
 practically the same; ``rope`` changes it.
 
 **Sampling** (hierarchical likelihoods only). NUTS (:class:`pyro.infer.NUTS`) on the model's

@@ -82,7 +82,8 @@ _Size = torch.Size | list[int] | tuple[int, ...]
 
 
 def hierarchical_likelihood(likelihood: Likelihood | str) -> Likelihood:
-    """``likelihood`` as a :class:`Likelihood` of the hierarchical model.
+    """``likelihood`` as a :class:`~probrank.evaluation.bayesian_likelihood.Likelihood` of the
+    hierarchical model.
 
     Raises:
         InputDataError: Not one of :data:`HIERARCHICAL`.
@@ -180,7 +181,7 @@ class UnitTruncatedNormal(TorchDistribution):
 
         Where the truncated mass lies far in the normal's upper tail the distribution is
         reflected (``Y -> 1 - Y``), so that the inversion always works with lower-tail
-        probabilities, in log space (:func:`_ndtri_log`).
+        probabilities, in log space (``_ndtri_log``).
         """
         flip = self.loc < 0.5  # reflect: 1 - Y ~ TN(1 - loc) puts the mass on the upper side
         loc = torch.where(flip, 1.0 - self.loc, self.loc)
@@ -322,7 +323,7 @@ def comparison_model(
 
     Args:
         scores: `M x S x T` per-topic values, float64.
-        likelihood: :class:`Likelihood`.
+        likelihood: :class:`~probrank.evaluation.bayesian_likelihood.Likelihood`.
         priors: :class:`ComparisonPriors` (default: its defaults).
     """
     kind = hierarchical_likelihood(likelihood)
@@ -381,7 +382,7 @@ def expected_scores(
         z: `... x M x (S - 1)` effect coordinates.
         topic: `... x M x T` topic locations.
         noise: `... x M` noise scales.
-        likelihood: :class:`Likelihood`.
+        likelihood: :class:`~probrank.evaluation.bayesian_likelihood.Likelihood`.
 
     Returns:
         `... x M x S`: ``mean_t E[y[s, t]]`` (the truncated normal's mean, or the location

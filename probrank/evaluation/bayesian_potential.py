@@ -93,7 +93,7 @@ class ComparisonPotential:
         """The flat unconstrained vector of constrained ``values`` (scales > 0).
 
         Args:
-            values: ``{site: array}`` for every sampled site, shapes as in :attr:`shapes`.
+            values: ``{site: array}`` for every sampled site, shapes as in ``self.shapes``.
 
         Returns:
             `P` float64.

@@ -1,8 +1,8 @@
 """Calibration of predicted relevance probabilities: ECE, MCE, Brier, NLL, reliability curves.
 
 ECE follows Guo et al. (2017): M equal-width bins over [0, 1] (bin b holds confidences in
-((b-1)/M, b/M], the first bin also holds 0), ECE = sum_b |B_b| / N |acc_b - conf_b|, and
-MCE = max_b |acc_b - conf_b| over non-empty bins. For binary relevance the default
+((b-1)/M, b/M], the first bin also holds 0), ECE = ``sum_b |B_b| / N |acc_b - conf_b|``,
+and MCE = ``max_b |acc_b - conf_b|`` over non-empty bins. For binary relevance the default
 ``kind="top_label"`` uses the predicted label's confidence max(p, 1 - p) and its accuracy, as
 the GPF-BERT and SNGP papers do; ``kind="positive"`` bins P(relevant) against the observed
 relevance rate (the reliability diagram of a probabilistic classifier; the plots are in
@@ -65,7 +65,7 @@ class ReliabilityCurve:
 
     @property
     def gaps(self) -> np.ndarray:
-        """`n_bins` absolute differences |accuracy - confidence| (NaN for empty bins)."""
+        """`n_bins` absolute differences ``|accuracy - confidence|`` (NaN for empty bins)."""
         return np.abs(self.accuracy - self.confidence)
 
 
@@ -141,7 +141,7 @@ def expected_calibration_error(
     n_bins: int = 10,
     kind: CalibrationKind | str = CalibrationKind.TOP_LABEL,
 ) -> float:
-    """ECE = sum_b |B_b| / N |acc_b - conf_b| (see the module docstring for the bins)."""
+    """ECE = ``sum_b |B_b| / N |acc_b - conf_b|`` (see the module docstring for the bins)."""
     curve = reliability_curve(probs, labels, n_bins, kind)
     total = curve.counts.sum()
     if total == 0:
@@ -156,7 +156,7 @@ def maximum_calibration_error(
     n_bins: int = 10,
     kind: CalibrationKind | str = CalibrationKind.TOP_LABEL,
 ) -> float:
-    """MCE = max over non-empty bins of |acc_b - conf_b|."""
+    """MCE = max over non-empty bins of ``|acc_b - conf_b|``."""
     curve = reliability_curve(probs, labels, n_bins, kind)
     filled = curve.counts > 0
     if not filled.any():

@@ -1,7 +1,7 @@
 """Calibration plots, in one place: reliability diagrams of curves, of probabilities, and grids.
 
-* :func:`plot_reliability_diagram` draws :class:`~probrank.evaluation.calibration.
-  ReliabilityCurve` s (the one drawing routine; everything below calls it);
+* :func:`plot_reliability_diagram` draws :class:`~probrank.evaluation.ReliabilityCurve`
+  objects (the one drawing routine; everything below calls it);
 * :func:`plot_reliability` draws several models' P(relevant) on the same labels
   (also :func:`probrank.diagnostics.plot_reliability`);
 * :func:`reliability_figure` lays out a grid of such panels (the model cards' PNGs).

@@ -5,7 +5,7 @@ actor pool holding the model, writing the same cache shards as the local path) a
 the experiment protocols (independent tasks: seeds, training groups, heads, cells;
 :mod:`probrank.executors.base`). The local executor runs them in this process as before; the Ray
 executor (the optional extra ``probrank[ray]``, imported only when used) runs them on a local
-Ray instance or a cluster, with the same results. See ``docs/scaling.md``.
+Ray instance or a cluster, with the same results. See ``docs/guide/ray.md``.
 """
 
 from probrank.executors.base import (

@@ -1,6 +1,6 @@
 """``probrank fuse``: fuse run files, write the fused run, return its measures.
 
-A helper of :mod:`probrank.cli` (not a protocol: it reads files, calls the fusion verbs and the
+A helper of ``probrank.cli`` (not a protocol: it reads files, calls the fusion verbs and the
 QLFusion model's cross-fitting, writes one run). Unsupervised methods
 (:class:`~probrank.fusion.FusionMethod`, except those that need weights) fuse every
 topic directly. The learned methods (:class:`~probrank.models.qlfusion.LearnedFusion`:

@@ -53,8 +53,9 @@ class LearnedWeights(TrainedFusion):
         seed: Seeds Bayesian optimisation.
 
     Attributes:
-        search: After :meth:`fit`, the :class:`~probrank.fusion.optimize.WeightSearch` (every
-            weight vector tried and its training nDCG@k).
+        search: After :meth:`~probrank.fusion.TrainedFusion.fit`, the
+            :class:`~probrank.fusion.optimize.WeightSearch` (every weight vector tried and its
+            training nDCG@k).
     """
 
     def __init__(

@@ -31,7 +31,8 @@ class MAPFuse(PositionalFusion):
         depth: Documents per list (training and fusion).
         relevance_level: Lowest grade counted as relevant (trec_eval ``-l``).
 
-    The learned parameter of a run (:attr:`params`) is a one-element array, its MAP.
+    The learned parameter of a run
+    (:attr:`~probrank.fusion.trained.PositionalFusion.params`) is a one-element array, its MAP.
     """
 
     method = "mapfuse"

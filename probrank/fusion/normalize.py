@@ -47,18 +47,18 @@ class Normalization(str, Enum):
     """How :func:`normalize` maps one query's scores to a common scale."""
 
     MINMAX = "minmax"
-    """Lee (1997) "zero-one": ``(s - min) / (max - min)``, in ``[0, 1]``, the top document 1 and
+    """Lee (1997) "zero-one", ``(s - min) / (max - min)``, in ``[0, 1]``, the top document 1 and
     the bottom one 0. A list whose scores are all equal (or that holds one document) maps to
     1.0 everywhere: every document ties with the top. (ranx maps it to 0.)"""
     ZSCORE = "zscore"
-    """Montague & Aslam (2001) ZMUV: ``(s - mean) / std``, population standard deviation (as
+    """Montague & Aslam (2001) ZMUV, ``(s - mean) / std``, population standard deviation (as
     ``numpy.std``). A list with zero spread maps to 0.0 everywhere (its mean)."""
     SUM = "sum"
-    """Montague & Aslam (2001) "sum": shift the minimum to 0, then scale the list to sum to 1:
+    """Montague & Aslam (2001) "sum", shifting the minimum to 0, then scaling the list to sum to 1:
     ``(s - min) / sum_j (s_j - min)``. A list whose shifted scores sum to 0 (all equal) maps
     to the uniform ``1 / n`` (ranx maps it to 0)."""
     RANK = "rank"
-    """Rank-based score (Lee 1997; ranx ``rank``): ``1 - (r - 1) / n`` for the 1-based rank
+    """Rank-based score (Lee 1997; ranx ``rank``), ``1 - (r - 1) / n`` for the 1-based rank
     ``r`` in trec_eval order among ``n`` documents, so the top gets 1 and the last ``1 / n``.
     Ties in score get distinct ranks by docno, as trec_eval orders them."""
 

@@ -228,7 +228,7 @@ def posterior_predictive(
         num_samples: Draws from the guide (ignored with ``posterior_samples``).
         level: Credible interval mass.
         seed: Seeds the draws.
-        param_state: A :attr:`~probrank.inference.svi.FitResult.param_state` to load
+        param_state: A :attr:`~probrank.inference.FitResult.param_state` to load
             (scoped; the caller's param store is restored).
         posterior_samples: Latent draws to condition on instead, ``{site: S x ...}`` or
             ``{site: chains x draws x ...}`` (e.g. :func:`~probrank.inference.fit_nuts`'s

@@ -22,7 +22,7 @@ hard-linked to the log's name (atomic and refusing to overwrite), then the folde
 a log either exists with a complete header or does not exist. The temporary file is named as
 :mod:`probrank._files` names its own (``.<log name>.probrank-<pid>-<random>.tmp``), so one left
 by a process killed during the creation is removed by the next creation of that log. The file
-gets ``0o666 & ~umask``, as :func:`open` gives it. Each event is appended with one
+gets ``0o666 & ~umask``, as :func:`~builtins.open` gives it. Each event is appended with one
 ``write``, flushed and fsynced before :meth:`SessionLog.append` returns, so an event that was
 acknowledged survives a crash (``SIGKILL``, power loss on a disk that honours fsync).
 

@@ -17,25 +17,26 @@ draws from a generator seeded with ``SeedSequence([seed, r])``. Calling :meth:`n
 without recording returns the same pair, and a resumed session offers exactly the pair the
 interrupted one would have offered.
 
-Durability. With a ``log_path`` every judgement and skip is appended to a JSONL log, flushed
-and fsynced before :meth:`record` / :meth:`skip` return, i.e. before the next pair can be
-offered (:mod:`probrank.interactive.log` describes the format, the atomic creation and how a
-torn last line is handled). :meth:`resume` replays the log into a fresh model from the same
-factory and checks that the factory rebuilds the same prior (a fingerprint of the prior mean and
-covariance is in the header).
+Durability. With a ``log_path`` every judgement and skip is appended to a JSONL log, flushed and
+fsynced before :meth:`~InteractiveSession.record` / :meth:`~InteractiveSession.skip` return, i.e.
+before the next pair can be offered (:mod:`probrank.interactive.log` describes the format, the
+atomic creation and how a torn last line is handled). :meth:`~InteractiveSession.resume` replays the
+log into a fresh model from the same factory and checks that the factory rebuilds the same prior (a
+fingerprint of the prior mean and covariance is in the header).
 
 One writer per log. A session holds an exclusive lock on its log from creation (or
-:meth:`resume`) until :meth:`close`; a second session on the same log, in another process or in
-this one, is refused with :class:`~probrank.exceptions.InputDataError` ``session log <path> is
-in use by another probrank process (pid N)``. The lock dies with the process.
+:meth:`~InteractiveSession.resume`) until :meth:`~InteractiveSession.close`; a second session on the
+same log, in another process or in this one, is refused with
+:class:`~probrank.exceptions.InputDataError` ``session log <path> is in use by another probrank
+process (pid N)``. The lock dies with the process.
 
-Repeats. Each unordered pair is judged at most once: :meth:`record` of a pair that already has
-a judgement (in either order) raises :class:`~probrank.exceptions.InputDataError` and writes
-nothing, so the posterior never counts one comparison twice by accident (a re-run notebook
-cell, say). A skipped pair may still be judged. A log line that judges a pair a second time is
-corruption, and :meth:`resume` refuses it naming the file and line
-(:func:`~probrank.interactive.log.read_log`), so a resumed session is always the state the
-live one had.
+Repeats. Each unordered pair is judged at most once: :meth:`~InteractiveSession.record` of a pair
+that already has a judgement (in either order) raises :class:`~probrank.exceptions.InputDataError`
+and writes nothing, so the posterior never counts one comparison twice by accident (a re-run
+notebook cell, say). A skipped pair may still be judged. A log line that judges a pair a second time
+is corruption, and :meth:`~InteractiveSession.resume` refuses it naming the file and line
+(:func:`~probrank.interactive.log.read_log`), so a resumed session is always the state the live one
+had.
 """
 
 from __future__ import annotations

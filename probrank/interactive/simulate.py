@@ -1,8 +1,8 @@
 """Simulated interaction: a preference model, a strategy and a (simulated) user, round by round.
 
-:func:`simulate` runs one question: the ranking before any judgement, then after each of
-``rounds`` judgements; :func:`simulate_session` does the same with a session already built
-(the interactive experiments' inner loop, on sessions of
+:func:`~probrank.interactive.simulate` runs one question: the ranking before any judgement, then
+after each of ``rounds`` judgements; :func:`simulate_session` does the same with a session
+already built (the interactive experiments' inner loop, on sessions of
 :class:`~probrank.models.InteractiveRanker`: accuracy and NDCG@5 after 0, 1, 2, 4, 10
 interactions; the median seconds per round).
 """

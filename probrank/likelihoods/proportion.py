@@ -6,7 +6,7 @@ the list's top ``total_count``. The built-ins' proportion is ``p_hat = sigmoid(l
 
 **The likelihood's mean proportion.** What a model reports as a list's proportion of relevant
 documents (QLFusion's predictions, fusion weights, the point beside every interval) is the
-likelihood's own expected share given the logits, :func:`mean_proportion`:
+likelihood's own expected share given the logits, :func:`~probrank.likelihoods.mean_proportion`:
 
 * a likelihood may declare it: a ``mean_proportion`` attribute on the callable, mapping
   logits `... x m` to proportions `... x m` (the built-ins declare ``sigmoid``);

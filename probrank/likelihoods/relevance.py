@@ -6,8 +6,8 @@ as ``pyro.sample(name, likelihood(latent), obs=...)`` inside any Pyro model.
 
 * :func:`bernoulli_relevance`: ``y ~ Bernoulli(sigmoid((u - bias) / temperature))`` for a
   binary relevance label of one item with latent utility ``u``.
-* :func:`bradley_terry`: ``1 ~ Bernoulli(sigmoid(d / temperature))`` for "the first item was
-  preferred", ``d = u_first - u_second`` (logistic noise on the utilities).
+* :func:`~probrank.likelihoods.bradley_terry`: ``1 ~ Bernoulli(sigmoid(d / temperature))`` for
+  "the first item was preferred", ``d = u_first - u_second`` (logistic noise on the utilities).
 * :func:`thurstone`: ``1 ~ Bernoulli(Phi(d / (sqrt(2) sigma)))`` (Thurstone case V: Gaussian
   noise of standard deviation ``sigma`` on each utility). Pyro has no probit Bernoulli; it is
   a Bernoulli with logits ``log Phi(z) - log Phi(-z)`` (``torch.special.log_ndtr``), exact
@@ -97,7 +97,7 @@ def thurstone(noise: float = 1.0) -> Likelihood:
 
 
 def ordinal(cutpoints: Tensor) -> Likelihood:
-    """Graded labels ``0 .. K`` by cumulative logits: ``P(y <= k) = sigmoid(c_k - u)``.
+    """Graded labels ``0..K`` by cumulative logits: ``P(y <= k) = sigmoid(c_k - u)``.
 
     The cutpoints are usually inferred (a ``pyro.sample`` site with an ordered transform, or a
     ``PyroParam`` with an ordered constraint), so their values are never an error. Where they

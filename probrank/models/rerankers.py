@@ -1,11 +1,11 @@
 """The candidate models as second stages of a retrieval cascade (and of PyTerrier pipelines).
 
-:class:`GPFReranker` and :class:`MultiTaskReranker` give :class:`~probrank.models.GPFRanker`
-and :class:`~probrank.models.MultiTaskRanker` the :class:`~probrank.retrieval.cascade.
-Reranker` protocol: ``fit(train_lists, validation_lists=None, *, seed=None)`` and
-``estimate(lists) -> RelevanceEstimate`` with, per candidate, the posterior mean P(relevant)
-and the posterior mean and variance of its logit (utility), and per list the joint posterior
-covariance (from the model's BoTorch posterior over that list's candidates).
+:class:`GPFReranker` and :class:`MultiTaskReranker` give :class:`~probrank.models.GPFRanker` and
+:class:`~probrank.models.MultiTaskRanker` the :class:`~probrank.retrieval.cascade.Reranker`
+protocol: ``fit(train_lists, validation_lists=None, *, seed=None)`` and ``estimate(lists) ->
+RelevanceEstimate`` with, per candidate, the posterior mean P(relevant) and the posterior mean and
+variance of its logit (utility), and per list the joint posterior covariance (from the model's
+BoTorch posterior over that list's candidates).
 
 * GPF: P(relevant) is the ranker's calibrated probability ``sigmoid(m / (T sqrt(1 + lambda
   v)))``; the logit posterior is the Laplace GP posterior divided by the temperature ``T``.

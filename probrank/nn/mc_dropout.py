@@ -6,11 +6,12 @@ draws a fresh mask per input row, so two identical rows get different values in 
 the passes' covariance over a set of candidates is not the covariance of function draws (the
 covariance between two identical rows falls below their variance).
 
-:func:`dropout_masks` draws, for a stack of modules, one `S x width` mask per ``nn.Dropout``
-(``0`` or ``1 / (1 - p)``, from a given generator); :func:`forward_with_masks` runs the stack
-once for all ``S`` passes. The MC-dropout relevance head (:class:`~probrank.nn.heads.
-MCDropoutHead`) and the Siamese utility network's head (:class:`~probrank.nn.siamese.
-UtilityHead`, used by :class:`~probrank.posteriors.neural.MCDropoutPosterior`) both use them.
+:func:`~probrank.nn.dropout_masks` draws, for a stack of modules, one `S x width` mask per
+``nn.Dropout`` (``0`` or ``1 / (1 - p)``, from a given generator);
+:func:`~probrank.nn.forward_with_masks` runs the stack once for all ``S`` passes. The MC-dropout
+relevance head (:class:`~probrank.nn.MCDropoutHead`) and the Siamese utility network's head
+(:class:`~probrank.nn.UtilityHead`, used by
+:class:`~probrank.posteriors.neural.MCDropoutPosterior`) both use them.
 """
 
 from __future__ import annotations

@@ -212,7 +212,7 @@ class UtilityPrefix(nn.Module):
 
 
 class UtilityHead(nn.Module):
-    """The last layers of a :class:`SiameseUtilityNet`: `... x w` hidden -> `...` utilities.
+    """The last layers of a :class:`SiameseUtilityNet`: hidden ``(..., w)`` -> utilities ``(...)``.
 
     Args:
         modules: The modules, in order (linear layers, activations, dropouts; shared).

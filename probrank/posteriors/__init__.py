@@ -20,12 +20,12 @@ pairwise_sampler)``). The implementations:
 * :class:`GPPLPosterior` (BoTorch's ``PairwiseGP`` with a prior mean).
 
 :class:`PreferenceModel` (``posterior()`` + ``update``: what an interactive session drives) and
-:class:`ConditionablePosterior` (``posterior_at`` + ``conditioned``: what the BoTorch adapter
-needs) are the structural parts of :class:`CandidateSetPosterior`, so a user's own model with
-those methods plugs in. :class:`UtilityModel` adapts a head's ``posterior(features)``
-(:class:`HeadPosterior`) directly, keeping its lazy covariance, and hands conditioning over to
-:class:`HeadLaplacePosterior`. All take float32 or float64 ``X`` (BoTorch's default) and answer
-in the dtype of ``X``.
+:class:`ConditionablePosterior` (``posterior_at`` + ``conditioned``: what the BoTorch adapter needs)
+are the structural parts of :class:`CandidateSetPosterior`, so a user's own model with those methods
+plugs in. :class:`UtilityModel` adapts a head's ``posterior(features)``
+(:class:`~probrank.posteriors.HeadPosterior`) directly, keeping its lazy covariance, and hands
+conditioning over to :class:`HeadLaplacePosterior`. All take float32 or float64 ``X`` (BoTorch's
+default) and answer in the dtype of ``X``.
 
 BoTorch acquisition functions that work on these models (each is run, and checked against a
 closed form where one exists, by ``tests/posteriors/test_preference.py`` and

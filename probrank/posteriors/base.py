@@ -73,8 +73,8 @@ def check_candidate_features(
 class CandidateSetPosterior(ABC):
     """Base class: a posterior over `n` candidates that conditions on judgements.
 
-    Subclasses implement :meth:`posterior_at` and :meth:`_condition`, and extend
-    :meth:`_extend` when they accept new points (the default refuses them) and :meth:`_copy`
+    Subclasses implement :meth:`posterior_at` and ``_condition``, and extend
+    ``_extend`` when they accept new points (the default refuses them) and ``_copy``
     when a deep copy is wasteful.
 
     Args:

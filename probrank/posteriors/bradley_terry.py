@@ -19,7 +19,8 @@ difference matrix, ``Lambda`` diagonal) the inverse goes through the `c x c` mat
 steps are damped by step halving until the log posterior increases. Everything runs in
 float64 and is deterministic: the same judgements in any order give the same posterior.
 
-:meth:`BradleyTerryLaplace.botorch_model` exposes it to BoTorch
+:meth:`BradleyTerryLaplace.botorch_model
+<probrank.posteriors.CandidateSetPosterior.botorch_model>` exposes it to BoTorch
 (:class:`~probrank.posteriors.preference.PreferenceUtilityModel`) over its candidates only:
 a point is a candidate's datapoint row (its feature vector when built by
 :meth:`~BradleyTerryLaplace.from_features`, else its index as a one-column row ``[i]``), and

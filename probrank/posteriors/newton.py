@@ -40,9 +40,9 @@ class Link(str, Enum):
     """The likelihood ``L`` of a functional ``z``: ``P(a preferred to b) = L((f_a - f_b) / s)``."""
 
     LOGISTIC = "logistic"
-    """Bradley-Terry: ``L(z) = 1 / (1 + exp(-z))``."""
+    """Bradley-Terry, ``L(z) = 1 / (1 + exp(-z))``."""
     PROBIT = "probit"
-    """Thurstone: ``L(z) = Phi(z)``, the standard normal CDF."""
+    """Thurstone, ``L(z) = Phi(z)``, the standard normal CDF."""
 
 
 def log_likelihood_terms(z: Tensor, link: Link) -> tuple[Tensor, Tensor, Tensor]:

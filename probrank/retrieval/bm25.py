@@ -179,7 +179,7 @@ class BM25Index:
         """BM25 scores of the documents that share a term with ``query``.
 
         Returns:
-            ``(rows, scores)``: `m` document rows (into :attr:`docnos`) and their `m` float64
+            ``(rows, scores)``: `m` document rows (into ``docnos``) and their `m` float64
             scores, for the `m` matching documents.
         """
         ids = self.term_ids(query)

@@ -3,8 +3,8 @@ cross-validation over topics, ranked by the probability ranking principle or a r
 criterion.
 
 1. The first stage (:mod:`probrank.retrieval.first_stage`) ranks each topic's documents.
-2. Each topic's top ``depth`` documents become a :class:`~probrank.data.candidates.
-   CandidateList` with the first-stage score as side features
+2. Each topic's top ``depth`` documents become a
+   :class:`~probrank.data.candidates.CandidateList` with the first-stage score as side features
    (:data:`~probrank.data.candidates.FIRST_STAGE_FEATURES`) and labels from the qrels.
 3. The topics are split into ``folds`` folds at random (seeded;
    :func:`probrank.data.folds.split_folds`, each fold in the permutation's order). For each

@@ -9,7 +9,7 @@ Two kinds (:class:`FirstStageKind`):
   ``qid, query`` DataFrame (:class:`PyTerrierFirstStage`). PyTerrier 1.x imports without
   Java, but its own BM25 (``pt.terrier.Retriever``) starts a JVM and downloads Terrier's jars
   on first use; on a machine without them, use ``bm25s`` (also inside PyTerrier pipelines:
-  :class:`probrank.integrations.pyterrier.BM25Retriever`).
+  ``probrank.integrations.pyterrier.BM25Retriever``).
 """
 
 from __future__ import annotations

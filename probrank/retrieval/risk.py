@@ -54,11 +54,11 @@ class RankingCriterion(str, Enum):
     MEAN_SD = "mean_sd"
     """``E[p] - lambda * sd[p]`` over posterior draws (risk-averse for ``lambda > 0``)."""
     CVAR = "cvar"
-    """CVaR at level ``alpha``: the mean of the lowest ``alpha`` share of the draws of ``p``."""
+    """CVaR at level ``alpha``, the mean of the lowest ``alpha`` share of the draws of ``p``."""
     MEAN = "mean"
     """The posterior mean of the logit."""
     LOWER = "lower"
-    """Risk-averse: the logit's posterior mean minus ``lambda`` posterior standard deviations."""
+    """Risk-averse, the logit's posterior mean minus ``lambda`` posterior standard deviations."""
 
 
 def probability_draws(

@@ -174,14 +174,14 @@ class AnnotatorRegistry:
         self._db, _ = open_database(self.path)
 
     def add(self, name: str) -> tuple[str, str]:
-        """See :func:`add_annotator`."""
+        """See :func:`~probrank.serve.annotators.add_annotator`."""
         try:
             return add_annotator(self._db, name)
         except InputDataError as exc:
             raise InputDataError(exc.reason, path=self.path) from None
 
     def revoke(self, name: str) -> int:
-        """See :func:`revoke_annotator`."""
+        """See :func:`~probrank.serve.annotators.revoke_annotator`."""
         try:
             return revoke_annotator(self._db, name)
         except InputDataError as exc:

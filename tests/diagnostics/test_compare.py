@@ -82,7 +82,8 @@ def test_readme_states_the_reliability_plot_signatures_of_the_code() -> None:
 
     from probrank.evaluation.calibration_plots import plot_reliability_diagram
 
-    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    page = Path(__file__).resolve().parents[2] / "docs" / "guide" / "evaluation.md"
+    readme = " ".join(page.read_text().split())
     stated = re.search(r"`plot_reliability_diagram\(([^)]*)\)`", readme)
     assert stated is not None, "the README does not give plot_reliability_diagram's signature"
     names = [p.split("=")[0].strip() for p in stated.group(1).split(",")]

@@ -1,5 +1,6 @@
-"""The README's "Your own data" snippets run as they are (one per model: fit, predict, save,
-load), so that they cannot rot. They use the packaged all-MiniLM-L6-v2 and generated data."""
+"""The "Your own data" page's snippets (``docs/guide/your-data.md``) run as they are (one per
+model: fit, predict, save, load), so that they cannot rot. They use the packaged
+all-MiniLM-L6-v2 and generated data."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-HEADING = "## Your own data"
+README = Path(__file__).resolve().parents[2] / "docs" / "guide" / "your-data.md"
+HEADING = "# Your own data"
 
 _FENCE = re.compile(r"^(```|~~~)")
 
@@ -48,7 +49,7 @@ def _snippets() -> list[tuple[int, str]]:
 
 def test_python_blocks_are_found_under_the_heading_only() -> None:
     text = (
-        "# t\n```python\nno = 1\n```\n## Your own data\ntext\n```python\na = 1\n# not a heading\n"
+        "# t\n```python\nno = 1\n```\n# Your own data\ntext\n```python\na = 1\n# not a heading\n"
         "```\n```bash\nls\n```\n~~~python\nb = 2\n~~~\n## Next\n```python\nno = 2\n```\n"
     )
     assert python_blocks(text) == [(8, "a = 1\n# not a heading\n"), (15, "b = 2\n")]
@@ -58,14 +59,14 @@ def test_the_readme_has_the_section() -> None:
     if not _snippets():
         pytest.fail(
             f"{README} has no ```python blocks under {HEADING!r}: paste the section (one "
-            "snippet per model: fit, predict, save, load) into the README"
+            "snippet per model: fit, predict, save, load) into the page"
         )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("line", "code"),
-    [pytest.param(line, code, id=f"README.md:{line}") for line, code in _snippets()],
+    [pytest.param(line, code, id=f"your-data.md:{line}") for line, code in _snippets()],
 )
 def test_snippet_runs(
     line: int, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

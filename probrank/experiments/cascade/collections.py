@@ -14,8 +14,9 @@
   1-2 become 0 (judged, not relevant).
 
 Both loaders read through probrank's own readers (:class:`~probrank.retrieval.Collection`,
-:func:`~probrank.data.topics.read_topics`, :func:`~probrank.data.datasets.medquad.
-read_medquad`, :func:`~probrank.data.datasets.liveqa_med.load_liveqa_med`).
+:func:`~probrank.data.topics.read_topics`,
+:func:`~probrank.data.datasets.medquad.read_medquad`,
+:func:`~probrank.data.datasets.liveqa_med.load_liveqa_med`).
 """
 
 from __future__ import annotations

@@ -72,8 +72,8 @@ class GPFTable:
 
 @dataclass(frozen=True)
 class MultiTaskTable:
-    """``[second_stage.multitask]`` as a config writes it: :class:`~probrank.models.
-    MultiTaskSettings` keys (a key left out keeps the settings' default)."""
+    """``[second_stage.multitask]`` as a config writes it: keys of
+    :class:`~probrank.models.MultiTaskSettings` (a key left out keeps the settings' default)."""
 
     hidden: PositiveInt | None = None
     dropout: Rate | None = None

@@ -50,6 +50,7 @@ from probrank.models.interactive.warmstart import WarmStart
 
 __all__ = [
     "REPORTED_ROUNDS",
+    "Blocks",
     "Cell",
     "CellResult",
     "ExperimentData",
@@ -216,10 +217,11 @@ def load_experiment_data(
 ) -> ExperimentData:
     """Evaluation questions of ``dataset:split`` and the MEDIQA train/validation warm-start data.
 
-    ``dataset = "synthetic"`` generates everything (:mod:`interactive_synthetic`), with
-    ``split`` ignored. A relative encoder ``cache_dir`` is resolved against the project root of
-    ``config_path`` (:func:`~probrank.encoders.config.encoder_cache_dir`), else against the
-    working directory, so a config finds the same cache from any folder.
+    ``dataset = "synthetic"`` generates everything
+    (:mod:`~probrank.experiments.interactive.synthetic`), with ``split`` ignored. A relative
+    encoder ``cache_dir`` is resolved against the project root of ``config_path``
+    (:func:`~probrank.encoders.config.encoder_cache_dir`), else against the working directory,
+    so a config finds the same cache from any folder.
 
     Every input file is read and checked before the encoder is loaded: the evaluation split and,
     with ``warm_start``, the MEDIQA train and validation files, so that a broken file is an

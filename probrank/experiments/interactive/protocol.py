@@ -4,8 +4,9 @@
 Each cell runs the simulated sessions of :func:`~probrank.experiments.interactive.cells.run_cell`
 on the evaluation questions; the table reports, per cell, the matching accuracy and NDCG@5
 after the ``[evaluation] rounds`` judgements (mean and sd over seeds) and the median seconds per
-round. The results so far are written after every cell (:func:`~probrank.experiments.
-provenance.save_partial`), so that an interrupted grid keeps what it measured.
+round. The results so far are written after every cell
+(:func:`~probrank.experiments.provenance.save_partial`), so that an interrupted grid keeps what
+it measured.
 
 What runs in parallel (``[experiment] executor = "ray"``): one task per (cell, seed), each
 running that seed's sessions on every question (the warm start of the seed is trained, or read

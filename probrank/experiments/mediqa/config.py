@@ -46,9 +46,9 @@ class EntailmentSettings:
 
 @dataclass(frozen=True)
 class MultiTaskModelTable:
-    """``[model]`` as a config writes it: keys of :class:`~probrank.models.multitask.
-    MultiTaskSettings` (a key left out keeps the settings' default, the model card's value),
-    built by :func:`multitask_settings`."""
+    """``[model]`` as a config writes it: keys of :class:`~probrank.models.MultiTaskSettings`
+    (a key left out keeps the settings' default, the model card's value), built by
+    :func:`multitask_settings`."""
 
     hidden: PositiveInt | None = None
     dropout: Rate | None = None

@@ -1,4 +1,4 @@
-"""Data and features of the MEDIQA 2019 Task 3 protocol (:mod:`.protocol`).
+"""Data and features of MEDIQA 2019 Task 3 (:mod:`~probrank.experiments.mediqa.protocol`).
 
 Loads the three MEDIQA splits and their official keys, fits the question-entailment
 classifier on the RQE training pairs (C by validation log-loss) and scores it on the RQE test

@@ -1,8 +1,9 @@
 """Scoring MEDIQA 2019 Task 3 predictions with the official metrics, and their noise.
 
 :func:`submission` turns per-answer scores and 0/1 labels into official submission rows;
-:class:`MediqaScorer` scores them against one split's key (:func:`~probrank.evaluation.mediqa.
-mediqa_scores`), on the whole split or on a bootstrap resample of its questions.
+:class:`MediqaScorer` scores them against one split's key
+(:func:`~probrank.evaluation.mediqa.mediqa_scores`), on the whole split or on a bootstrap
+resample of its questions.
 """
 
 from __future__ import annotations

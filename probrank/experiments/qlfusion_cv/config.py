@@ -126,7 +126,7 @@ def _field_hint(f: dataclasses.Field[Any], hint: Any) -> Any:
 
 def _quantifier_schema() -> type:
     """``[quantifier]``: :class:`~probrank.models.qlfusion.QLFusionSettings` key for key
-    (every key optional, its default the settings'; the keys of :data:`_SET_ELSEWHERE`
+    (every key optional, its default the settings'; the keys of ``_SET_ELSEWHERE``
     excepted), each value checked by the settings themselves."""
     hints = typing.get_type_hints(QLFusionSettings)
     fields = [

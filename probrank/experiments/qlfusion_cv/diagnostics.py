@@ -1,7 +1,8 @@
 """Diagnostics of the QLFusion quantifiers: SVI against NUTS, and reference weights.
 
-* :func:`svi_vs_nuts` compares the output layer's mean-field SVI posterior with NUTS samples
-  for one (fold, run) quantifier (same priors, likelihood and fixed hidden features).
+* :func:`~probrank.experiments.qlfusion_cv.svi_vs_nuts` compares the output layer's mean-field
+  SVI posterior with NUTS samples for one (fold, run) quantifier (same priors, likelihood and
+  fixed hidden features).
 * :func:`reference_weights` fuses with weights that need no quantifier: each member's
   training-mean proportion (a legitimate baseline) and the true test proportions (an upper
   bound that reads test judgements; never a method).

@@ -1,13 +1,13 @@
 """The frozen-encoder regime of :class:`~probrank.models.gpf_ranker.GPFRanker`: the head grid
 trained on pair features and selected on validation.
 
-:func:`fit_standardised` is the body of :meth:`GPFRanker.fit` and :meth:`GPFRanker.
-fit_features` (the ``gpf_ranker`` protocol's one door): the features are standardised with the
-training means and standard deviations, every training setting of the grid (each focal
-``gamma`` for GPF) is trained once to the largest epoch count of ``settings.epochs``, and, per
-calibration :class:`~probrank.models.gpf_ranker.selection.Family`, the checkpoint and
-calibration with the lowest validation NLL are kept
-(:mod:`probrank.models.gpf_ranker.selection`). The families share the training run.
+:func:`fit_standardised` is the body of :meth:`GPFRanker.fit` and :meth:`GPFRanker.fit_features`
+(the ``gpf_ranker`` protocol's one door): the features are standardised with the training means and
+standard deviations, every training setting of the grid (each focal ``gamma`` for GPF) is trained
+once to the largest epoch count of ``settings.epochs``, and, per calibration
+:class:`~probrank.models.gpf_ranker.selection.Family`, the checkpoint and calibration with the
+lowest validation NLL are kept (:mod:`probrank.models.gpf_ranker.selection`). The families share the
+training run.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """How :class:`~probrank.models.interactive.model.InteractiveRanker` builds a fresh posterior
-over one question's candidates, for each :class:`~probrank.models.interactive.settings.
-PosteriorKind`.
+over one question's candidates, for each
+:class:`~probrank.models.interactive.settings.PosteriorKind`.
 
 :data:`BUILDERS` maps each kind to a function ``(warm start, features, settings, seed) ->``
 a :class:`~probrank.posteriors.neural.CandidateSetPosterior` (a

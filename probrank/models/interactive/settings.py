@@ -1,13 +1,13 @@
 """Settings of :class:`~probrank.models.interactive.model.InteractiveRanker`.
 
-:class:`InteractiveRankerSettings` names the posterior (:class:`PosteriorKind`), the pair
-strategy (:class:`~probrank.acquisition.select.Strategy`), the warm-start seed, and one option
-table per part, each a frozen dataclass with the defaults chosen on MEDIQA validation (the
-model card's): ``warm_start`` (:class:`~probrank.models.interactive.warmstart.
-WarmStartSettings`), ``update`` (:class:`~probrank.posteriors.neural.IncrementalUpdate`, the
-SGD update after each judgement), ``mcdropout`` and ``swag`` (:class:`SampleSettings`),
-``laplace`` (:class:`LaplaceSettings`) and ``gppl`` (:class:`GPPLSettings`). The tables are the
-same as the ``[warm_start]``, ``[update]``, ... tables of an ``interactive`` experiment config.
+:class:`InteractiveRankerSettings` names the posterior (:class:`PosteriorKind`), the pair strategy
+(:class:`~probrank.acquisition.select.Strategy`), the warm-start seed, and one option table per
+part, each a frozen dataclass with the defaults chosen on MEDIQA validation (the model card's):
+``warm_start`` (:class:`~probrank.models.interactive.warmstart.WarmStartSettings`), ``update``
+(:class:`~probrank.posteriors.neural.IncrementalUpdate`, the SGD update after each judgement),
+``mcdropout`` and ``swag`` (:class:`SampleSettings`), ``laplace`` (:class:`LaplaceSettings`) and
+``gppl`` (:class:`GPPLSettings`). The tables are the same as the ``[warm_start]``, ``[update]``, ...
+tables of an ``interactive`` experiment config.
 
 A table may be given as its dataclass or as a mapping of some of its keys (the rest default);
 every value is checked (:class:`~probrank.exceptions.InputDataError` naming the table and key).
@@ -262,8 +262,8 @@ class InteractiveRankerSettings:
 
     Attributes:
         posterior: :class:`PosteriorKind` of the sessions (the card's best: ``"laplace"``).
-        strategy: Pair strategy of the sessions (:class:`~probrank.acquisition.select.
-            Strategy`; the paper's ``"ei"``).
+        strategy: Pair strategy of the sessions
+            (:class:`~probrank.acquisition.select.Strategy`; the paper's ``"ei"``).
         warm_start: :class:`~probrank.models.interactive.warmstart.WarmStartSettings` of
             :meth:`~probrank.models.interactive.model.InteractiveRanker.fit`.
         update: :class:`~probrank.posteriors.neural.IncrementalUpdate` after each judgement
@@ -272,9 +272,9 @@ class InteractiveRankerSettings:
         swag: :class:`SampleSettings` of SWAG (weight draws ``S``).
         laplace: :class:`LaplaceSettings` of the last-layer Laplace posterior.
         gppl: :class:`GPPLSettings` of the GPPL posterior.
-        validation_fraction: Share of the lists :meth:`~probrank.models.interactive.model.
-            InteractiveRanker.fit` holds out for early stopping when no validation lists are
-            given.
+        validation_fraction: Share of the lists
+            :meth:`~probrank.models.interactive.model.InteractiveRanker.fit` holds out for early
+            stopping when no validation lists are given.
         seed: Seed of the warm start (initialisation, shuffling, dropout, SWAG, ensemble).
     """
 

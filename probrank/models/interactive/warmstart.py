@@ -51,6 +51,7 @@ __all__ = [
     "new_net",
     "train_warm_start",
     "warm_start_identity",
+    "warm_start_payload",
 ]
 
 logger = logging.getLogger(__name__)

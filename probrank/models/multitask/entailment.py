@@ -3,7 +3,7 @@
 Two parts:
 
 * :class:`EntailmentClassifier`: P(consumer question entails FAQ question) from frozen
-  bi-encoder features (u, v, u*v, |u-v|) and a logistic regression (scikit-learn), its
+  bi-encoder features ``(u, v, u*v, |u-v|)`` and a logistic regression (scikit-learn), its
   regularisation C chosen by log-loss on the validation pairs.
 * :class:`EntailedQuestionFinder`: for a consumer question, BM25 (bm25s) retrieves candidate
   FAQ questions from MedQuAD as a first stage; the classifier re-scores them; the top N with

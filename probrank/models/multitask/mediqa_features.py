@@ -3,7 +3,7 @@
 Three groups, each switchable:
 
 * **encoder**: frozen sentence vectors (L2-normalised) of question q and answer a, as
-  (a, q * a, |q - a|) (the question alone carries no answer-specific signal);
+  ``(a, q * a, |q - a|)`` (the question alone carries no answer-specific signal);
 * **metadata**: CHiQA's 1 / SystemRank and SystemRank / list length, log answer length, the
   answer source (its URL's domain, one-hot over the training set's domains), and the TF-IDF
   cosine between question and answer (vectoriser fitted on the training texts);

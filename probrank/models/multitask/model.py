@@ -1,14 +1,15 @@
 """The multi-task filter + re-ranker as a library object, on any labelled candidate lists.
 
-:class:`MultiTaskRanker` featurises each (query, answer) with the encoder and list-context
-groups (:class:`~probrank.models.multitask.features.AnswerFeaturizer`; the MEDIQA protocol's
-metadata and entailment groups need MEDIQA's fields and are not used here), then does what the
-``mediqa_multitask`` protocol does per seed: one :class:`~probrank.models.multitask.network.
-MultiTaskNet` per ranking weight lambda, fitted by SVI with early stopping on the validation
-lists (:func:`~probrank.models.multitask.network.fit_multitask`), and lambda, the P(keep)
-threshold and the keep-top rule chosen together by validation accuracy, ties by validation
-MRR (MEDIQA's MRR: 1 / position of the first kept and correct answer). Without validation
-lists a share of the training lists is held out (``validation_fraction``, seeded).
+:class:`MultiTaskRanker` featurises each (query, answer) with the encoder and list-context groups
+(:class:`~probrank.models.multitask.features.AnswerFeaturizer`; the MEDIQA protocol's metadata and
+entailment groups need MEDIQA's fields and are not used here), then does what the
+``mediqa_multitask`` protocol does per seed: one
+:class:`~probrank.models.multitask.network.MultiTaskNet` per ranking weight lambda, fitted by SVI
+with early stopping on the validation lists
+(:func:`~probrank.models.multitask.network.fit_multitask`), and lambda, the P(keep) threshold and
+the keep-top rule chosen together by validation accuracy, ties by validation MRR (MEDIQA's MRR: 1 /
+position of the first kept and correct answer). Without validation lists a share of the training
+lists is held out (``validation_fraction``, seeded).
 
 The posterior over a set of answers' utilities (:meth:`MultiTaskRanker.posterior`) is
 **exact** for the mean-field output layer: utilities are linear in its weights, so they are

@@ -237,8 +237,8 @@ class QLFusion:
     @staticmethod
     def training_groups(variants: Sequence[str] = ("qlfusion",)) -> list[TrainingGroup]:
         """The independent training groups of ``variants`` (the unit of parallel work of
-        :meth:`cross_fit_group`; see :class:`~probrank.models.qlfusion.quantifiers.
-        TrainingGroup`).
+        :meth:`cross_fit_group`; see
+        :class:`~probrank.models.qlfusion.quantifiers.TrainingGroup`).
 
         Raises:
             InputDataError: an unknown variant.
@@ -403,7 +403,8 @@ class QLFusion:
     def training_info(self) -> dict[str, Any]:
         """Topics of the split, chosen batch size, validation MAE and best epoch per run, and
         ``validation_coverage``: the share of held-out validation lists whose observed
-        proportion lies in its 50% / 90% posterior predictive interval (:meth:`predictive`)."""
+        proportion lies in its 50% / 90% posterior predictive interval
+        (:meth:`~QLFusion.proportions` with ``predictive=True``)."""
         self._require_fitted()
         return dict(self._info)
 

@@ -302,8 +302,9 @@ class QLFusionNet(PyroModule):
 
     @property
     def concentration(self) -> Tensor | None:
-        """`M x 1` learned concentrations (:class:`~probrank.models.qlfusion.likelihoods.
-        LatentConcentration`), or None for a likelihood without one."""
+        """`M x 1` learned concentrations
+        (:class:`~probrank.models.qlfusion.likelihoods.LatentConcentration`), or None for a
+        likelihood without one."""
         if self._latent is None:
             return None
         return self.concentration_layer.log_value.detach().exp()

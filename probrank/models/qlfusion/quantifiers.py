@@ -1,14 +1,13 @@
 """The quantifier variants of QLFusion's cross-fitting and their training for many members.
 
-A *member* is one quantifier problem: training, validation and test lists of one input run (in
-a cross-fitting, one per (fold, run); :mod:`probrank.models.qlfusion.members`). Every variant
+A *member* is one quantifier problem: training, validation and test lists of one input run (in a
+cross-fitting, one per (fold, run); :mod:`probrank.models.qlfusion.members`). Every variant
 (:data:`VARIANTS`) predicts, for each member, the proportion of relevant documents in its test
-lists. The neural variants that share inputs and the Bayesian/deterministic choice train
-together in one vectorised SVI loop (:func:`~probrank.models.qlfusion.network.
-train_quantifier`); each group's wall time is recorded so the proposed model is timed apart
-from the extras (Table 2 grid, LR, RF, plus). These are the workings of
-:meth:`~probrank.models.qlfusion.QLFusion.cross_fit` and its per-group parts; the settings
-are the model's :class:`~probrank.models.qlfusion.QLFusionSettings`.
+lists. The neural variants that share inputs and the Bayesian/deterministic choice train together in
+one vectorised SVI loop (:func:`~probrank.models.qlfusion.network.train_quantifier`); each group's
+wall time is recorded so the proposed model is timed apart from the extras (Table 2 grid, LR, RF,
+plus). These are the workings of :meth:`~probrank.models.qlfusion.QLFusion.cross_fit` and its
+per-group parts; the settings are the model's :class:`~probrank.models.qlfusion.QLFusionSettings`.
 """
 
 from __future__ import annotations
@@ -125,7 +124,7 @@ class LearnedFusion(str, Enum):
 
 
 Parts = tuple[dict[str, Tensor], dict[str, Tensor], dict[str, Tensor]]
-"""Train, validation and test member tensors: ``x`` (`M x n x k`), ``counts`` (`M x n`),
+"""Train, validation and test member tensors, with ``x`` (`M x n x k`), ``counts`` (`M x n`),
 ``mask`` (`M x n`) and, for the plus variants, ``plus`` (`M x n x F`)."""
 
 

@@ -320,7 +320,7 @@ class QLFusionSettings:
         """Config-schema hook (:mod:`probrank._config`): every value is valid on its own.
 
         Raises:
-            SchemaError: naming the first key whose value the settings refuse.
+            probrank._config.SchemaError: naming the first key whose value the settings refuse.
         """
         for key, value in table.items():
             # a prior's or likelihood's arguments are checked with the prior or likelihood

@@ -1,7 +1,7 @@
 """Pooling strategies: which documents to judge next.
 
-:data:`STRATEGIES` maps each :class:`StrategyName` to its strategy class; :func:`make_strategy`
-builds one by name. Each strategy's module documents its variant.
+:data:`~probrank.pooling.STRATEGIES` maps each :class:`StrategyName` to its strategy class;
+:func:`make_strategy` builds one by name. Each strategy's module documents its variant.
 """
 
 from __future__ import annotations

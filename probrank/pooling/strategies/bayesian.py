@@ -311,7 +311,7 @@ class BayesianSelector(Selector):
         variance = np.where(judged, -np.inf, probs * (1.0 - probs))
         if self.strategy.acquisition is Acquisition.INFLUENCE:
             score = variance * self.influence
-            share = 0.0
+            share = self.strategy.explore_share
         else:
             expected = np.where(judged, (self.judgements.grades >= self.level).astype(float), probs)
             sensitivity = ap_sensitivities(pool, expected)
@@ -338,7 +338,11 @@ class BayesianSelector(Selector):
             ranked = round((1.0 - share) * quota[t])
             best = items[np.argsort(-score[items], kind="stable")[:ranked]]
             rest = np.setdiff1d(items, best)
-            rest = rest[np.argsort(-variance[rest], kind="stable")[: quota[t] - ranked]]
+            if self.strategy.acquisition is Acquisition.INFLUENCE:
+                rest = rest[np.isfinite(variance[rest])]
+                rest = rng.permutation(rest)[: quota[t] - ranked]
+            else:
+                rest = rest[np.argsort(-variance[rest], kind="stable")[: quota[t] - ranked]]
             chosen.append(np.concatenate([best, rest]))
         out = np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
         out = out[np.isfinite(variance[out])]
@@ -384,6 +388,7 @@ class Bayesian(Strategy):
     warmup_per_topic: int = 5
     acquisition: Acquisition = Acquisition.INFLUENCE
     calibration_share: float = 0.5
+    explore_share: float = 0.0
     acquisition_samples: int = 64
     estimate_samples: int = 200
     unpooled_share: float = 0.0
