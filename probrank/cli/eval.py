@@ -325,8 +325,9 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
     bayes = ev.add_argument_group(
         "Bayesian comparison (--compare --bayesian)",
         "A model of the per-topic values (default: paired, each topic's values multivariate "
-        "normal, exact posterior draws; chosen by simulation, see docs/guide/comparison.md): per measure and "
-        "run against the first, the posterior mean difference, a 95% credible interval, "
+        "normal, exact posterior draws; chosen by simulation, see docs/guide/comparison.md): "
+        "per measure and run against the first, the posterior mean difference, a 95% credible "
+        "interval, "
         "P(B > A) and P(|B - A| < ROPE); pairwise P(better) and P(best). Measures in [0, 1] "
         "of -m (default AP nDCG@10 P@10).",
     )
