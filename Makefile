@@ -36,8 +36,8 @@ demo: $(STAMP)
 	$(BIN)/probrank demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check probrank tests benchmarks docs
-	$(BIN)/ruff format --check probrank tests benchmarks docs
+	$(BIN)/ruff check probrank tests benchmarks docs/*.py
+	$(BIN)/ruff format --check probrank tests benchmarks docs/*.py
 	$(BIN)/mypy probrank
 
 # the site: API pages from the docstrings, the tutorials executed (SMOKE_TEST=1); -W -n: a broken
