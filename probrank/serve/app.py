@@ -8,18 +8,18 @@ opens neither ``/admin``, nor the exports, nor another annotator's pages. The ad
 (printed by ``probrank serve``) opens ``/admin``, the exports and every ranking, and judges
 nothing.
 
-=======================  ==========================================================  =========
-``GET /``                the questions, the annotator's progress, the instructions     both
-``GET /judge/{qid}``     the judging page (JSON state with ``Accept: application/json``) annotator
-``POST /judge/{qid}``    one judgement (a form); answered after the commit              annotator
-``POST /undo/{qid}``     take back one's last answer on the question (an undo event)    annotator
-``GET /ranking/{qid}``   posterior ranking with 90% intervals (own; admin: anyone's,    both
-                         or everyone's together)
-``GET /admin``           annotators, per-question progress, agreement                   admin
-``GET /export.jsonl``    every event (undo events and retracted answers marked) as      admin
-``GET /export.csv``      JSON lines or CSV, or the answers that stand in trec_eval's
-``GET /export.prefs``    preference format; ``?annotator=`` / ``?question=`` filter
-=======================  ==========================================================  =========
+======================  ===============================================================  =========
+``GET /``               the questions, the annotator's progress, the instructions        both
+``GET /judge/{qid}``    the judging page (JSON state with ``Accept: application/json``)  annotator
+``POST /judge/{qid}``   one judgement (a form); answered after the commit                annotator
+``POST /undo/{qid}``    take back one's last answer on the question (an undo event)      annotator
+``GET /ranking/{qid}``  posterior ranking with 90% intervals (own; admin: anyone's,      both
+                        or everyone's together)
+``GET /admin``          annotators, per-question progress, agreement                     admin
+``GET /export.jsonl``   every event (undo events and retracted answers marked) as        admin
+``GET /export.csv``     JSON lines or CSV, or the answers that stand in trec_eval's
+``GET /export.prefs``   preference format; ``?annotator=`` / ``?question=`` filter
+======================  ===============================================================  =========
 
 While the server prepares its model (:mod:`~probrank.serve.startup`), pages that need it
 answer 503 with a page that says what is being prepared, with its progress, and refreshes
@@ -39,9 +39,11 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urlencode
 
+import anyio.to_thread
+from anyio import CapacityLimiter
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 from starlette.applications import Starlette
@@ -64,6 +66,7 @@ from probrank.serve.errors import BadRequest, Forbidden, NotFound, RequestError
 from probrank.serve.exports import prefs_lines
 from probrank.serve.http import MAX_BODY, header_timeout_protocol, read_form, render_markdown
 from probrank.serve.identity import Identity, Role, check_name
+from probrank.serve.limits import ROUND_WORKERS
 from probrank.serve.plot import ranking_svg
 from probrank.serve.startup import Preparation
 from probrank.serve.store import Choice, Judgement, JudgementStore
@@ -92,6 +95,7 @@ _EXPORT_COLUMNS = (
 _log = logging.getLogger("probrank.serve")
 
 Handler = Callable[[Request], Awaitable[Response]]
+_T = TypeVar("_T")
 
 
 class NotReady(RequestError):
@@ -164,6 +168,13 @@ class _Pages:
             autoescape=True,
             undefined=StrictUndefined,
         )
+        self._rounds = CapacityLimiter(ROUND_WORKERS)
+
+    async def work(self, func: Callable[..., _T], *args: Any) -> _T:
+        """``func(*args)`` on a worker thread of the judging service's work: at most
+        :data:`~probrank.serve.limits.ROUND_WORKERS` at once, the others waiting in arrival
+        order (a round that has started runs to its end even if the client goes away)."""
+        return await anyio.to_thread.run_sync(func, *args, limiter=self._rounds)
 
     # -- who and what -----------------------------------------------------------------------
 
@@ -244,7 +255,7 @@ class _Pages:
 
         async def endpoint(request: Request) -> Response:
             try:
-                caller = await run_in_threadpool(self.caller, request)
+                caller = self.caller(request)  # one indexed read, never behind a commit
                 return await handler(request, caller)
             except RequestError as exc:
                 return self.error(request, exc, exc.status)
@@ -285,7 +296,7 @@ class _Pages:
         qid = request.path_params["qid"]
         item = service.project.question(qid)
         annotator = self.annotator_of(request, caller)
-        state = await run_in_threadpool(service.state, annotator, qid)
+        state = await self.work(service.state, annotator, qid)
         if _wants_json(request):
             return JSONResponse({"ok": True, "state": state.to_json()}, headers=_HEADERS)
         mine = (await run_in_threadpool(self.store.counts, annotator)).get(annotator, {})
@@ -327,7 +338,7 @@ class _Pages:
             right=right,
             choice=_choice(fields["choice"]),
         )
-        receipt = await run_in_threadpool(service.submit, submission)
+        receipt = await self.work(service.submit, submission)
         return self._after(request, caller, qid, receipt)
 
     async def undo(self, request: Request, caller: _Caller) -> Response:
@@ -341,7 +352,7 @@ class _Pages:
         missing = [name for name in ("jid", "round") if name not in fields]
         if missing:
             raise BadRequest(f"the form lacks {', '.join(missing)} (a stale or foreign form?)")
-        receipt = await run_in_threadpool(
+        receipt = await self.work(
             lambda: service.undo(
                 annotator, qid, jid=check_judgement_id(fields["jid"]),
                 round=_small_int(fields["round"], "round"),
@@ -367,7 +378,7 @@ class _Pages:
         qid = request.path_params["qid"]
         item = service.project.question(qid)
         whose = self.viewed(request, caller)
-        ranking = await run_in_threadpool(service.ranking, qid, whose)
+        ranking = await self.work(service.ranking, qid, whose)
         return self.page(
             "ranking.html", caller, title=f"Ranking of {qid}", item=item, ranking=ranking,
             svg=ranking_svg(ranking, item.candidate_ids),

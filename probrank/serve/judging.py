@@ -12,8 +12,12 @@ session log: the database is the log). A judgement round (:meth:`JudgingService.
    pair is not offered again) and the next pair is chosen.
 
 The answer is sent only after step 2, so every acknowledged judgement is on disk. A session's
-rounds run one at a time (a lock per session); sessions of different annotators run in
-parallel.
+rounds run one at a time (a lock per session). The CPU-bound work of the rounds of all
+sessions (step 3, states and rankings) is done one thread at a time, first come first served
+(:class:`~probrank.serve.turns.Turns`): threads that computed at once only took turns at the
+GIL at random, which made the tail of many annotators long. A round waiting for its commit's
+fsync (step 2) holds no turn, so the next round computes meanwhile and judgements that arrive
+together are committed together.
 
 Sessions are made on first use and rebuilt from the database: the stored answers of that
 annotator on that question that stand (not taken back by an undo) are replayed in commit order
@@ -47,10 +51,11 @@ from probrank.interactive.session import InteractiveSession
 from probrank.posteriors.protocol import PreferenceModel
 from probrank.serve.errors import BadRequest, Conflict
 from probrank.serve.identity import check_name
-from probrank.serve.limits import DEFAULT_MAX_SESSIONS
+from probrank.serve.limits import CPU_TURNS, DEFAULT_MAX_SESSIONS
 from probrank.serve.project import Project
 from probrank.serve.ranking import Ranking, _ranking, best_probabilities
 from probrank.serve.store import Choice, Judgement, JudgementStore, StaleRoundError
+from probrank.serve.turns import Turns
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
@@ -183,6 +188,7 @@ class _Live:
         self.ties = 0
         self.events = 0
         self.stack: list[Judgement] = []
+        self.shown: RoundState | None = None  # the state after the last event (computed once)
 
 
 class _Pooled:
@@ -224,6 +230,7 @@ class JudgingService:
         self._pooled: dict[str, _Pooled] = {}
         self._create = threading.Lock()
         self._pool = threading.Lock()
+        self._turns = Turns(CPU_TURNS)  # after a session's lock, never before
         self.evictions = 0
 
     # -- sessions ---------------------------------------------------------------------------
@@ -349,12 +356,15 @@ class JudgingService:
         return pair, ""
 
     def _state(self, live: _Live, annotator: str, qid: str) -> RoundState:
+        shown = live.shown
+        if shown is not None and shown.round == live.events:  # e.g. the page after a POST
+            return shown
         pair, reason = self._done(live)
         session = live.session
         probabilities = best_probabilities(session.posterior())
         top = session.best()
         n = session.num_candidates
-        return RoundState(
+        shown = live.shown = RoundState(
             qid=qid,
             annotator=annotator,
             round=live.events,
@@ -369,6 +379,7 @@ class JudgingService:
             answers=live.judgements + live.ties,
             can_undo=bool(live.stack),
         )
+        return shown
 
     def state(self, annotator: str, qid: str) -> RoundState:
         """Where ``annotator`` stands on question ``qid`` (its session is made on first use).
@@ -377,7 +388,7 @@ class JudgingService:
             NotFound: an unknown question.
         """
         self.project.question(qid)
-        with self._locked(annotator, qid) as live:
+        with self._locked(annotator, qid) as live, self._turns:
             return self._state(live, annotator, qid)
 
     # -- the judgement round ------------------------------------------------------------------
@@ -423,17 +434,18 @@ class JudgingService:
                 right_id=item.candidate_ids[s.right],
                 choice=s.choice,
             )
-            stored, created = self._record(judgement)
+            stored, created = self._record(judgement)  # no turn held while it commits
             if not created:  # the same id, committed meanwhile for another session
                 return self._again(live, stored, s)
-            try:
-                self._apply(live, stored)
-                live.events += 1
-                live.stack.append(stored)
-            except BaseException:
-                self._forget(s.annotator, s.qid)  # rebuilt from the database
-                raise
-            return Receipt(stored, False, self._state(live, s.annotator, s.qid))
+            with self._turns:
+                try:
+                    self._apply(live, stored)
+                    live.events += 1
+                    live.stack.append(stored)
+                except BaseException:
+                    self._forget(s.annotator, s.qid)  # rebuilt from the database
+                    raise
+                return Receipt(stored, False, self._state(live, s.annotator, s.qid))
 
     def _record(self, judgement: Judgement) -> tuple[Judgement, bool]:
         try:
@@ -466,7 +478,8 @@ class JudgingService:
             if earlier is not None:
                 if earlier.choice is not Choice.UNDO or earlier.annotator != annotator:
                     raise Conflict(f"judgement id {jid!r} was used for another answer already")
-                return Receipt(earlier, True, self._state(live, annotator, qid))
+                with self._turns:
+                    return Receipt(earlier, True, self._state(live, annotator, qid))
             if round != live.events:
                 raise Conflict(
                     "this page is out of date (another tab?); reload it before taking an "
@@ -493,13 +506,15 @@ class JudgingService:
             fresh = self._build(annotator, qid)
             with fresh.lock:
                 self._insert((annotator, qid), fresh)
-                return Receipt(stored, False, self._state(fresh, annotator, qid))
+                with self._turns:
+                    return Receipt(stored, False, self._state(fresh, annotator, qid))
 
     def _again(self, live: _Live, earlier: Judgement, s: Submission) -> Receipt:
         candidate = Judgement(s.id, s.annotator, s.qid, s.round, s.left, s.right, "", "", s.choice)
         if not earlier.same_answer(candidate):  # another round, session or choice
             raise Conflict(f"judgement id {s.id!r} was used for another answer already")
-        return Receipt(earlier, True, self._state(live, s.annotator, s.qid))
+        with self._turns:
+            return Receipt(earlier, True, self._state(live, s.annotator, s.qid))
 
     # -- rankings -----------------------------------------------------------------------------
 
@@ -515,7 +530,7 @@ class JudgingService:
         """
         self.project.question(qid)
         if annotator is not None:
-            with self._locked(annotator, qid) as live:
+            with self._locked(annotator, qid) as live, self._turns:
                 return _ranking(live.session.posterior(), qid, annotator, live.judgements)
         with self._pool:
             pooled = self._pooled.get(qid)
@@ -525,12 +540,14 @@ class JudgingService:
                 model = self.project.ranker.preference_model(features, seed=self.project.seed)
                 pooled = self._pooled[qid] = _Pooled(model)
                 new = self.store.judgements(qid=qid)
-            for judgement in new:
-                if judgement.live and judgement.winner is not None and judgement.loser is not None:
-                    pooled.model.update(judgement.winner, judgement.loser)
-                    pooled.judgements += 1
-                pooled.seq = judgement.seq
-            return _ranking(pooled.model.posterior(), qid, None, pooled.judgements)
+            with self._turns:
+                for judgement in new:
+                    if judgement.live and judgement.winner is not None:
+                        if judgement.loser is not None:
+                            pooled.model.update(judgement.winner, judgement.loser)
+                            pooled.judgements += 1
+                    pooled.seq = judgement.seq
+                return _ranking(pooled.model.posterior(), qid, None, pooled.judgements)
 
     def counts(self) -> dict[str, dict[str, int]]:
         """Per annotator, the answers that stand per question (one query)."""

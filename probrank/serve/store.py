@@ -20,7 +20,9 @@ migrates a database of the first version (:mod:`~probrank.serve.schema`).
 One server per database: :class:`JudgementStore` holds an exclusive ``flock`` on the file
 while it is open, and a second one is refused with an
 :class:`~probrank.exceptions.InputDataError`. Reads (token look-ups, exports, counts) go
-through a second connection, so they never wait behind a commit's fsync.
+through other connections (one for the single-row look-ups of every request: tokens and
+judgement ids), so they never wait behind a commit's fsync, and a look-up never waits behind
+an export.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -232,15 +234,23 @@ class JudgementStore:
         inspect_database(self.path)  # refuse another application's file before the lock
         self._lock = threading.Lock()
         self._read_lock = threading.Lock()
+        self._lookup_lock = threading.Lock()
         self._queue_lock = threading.Lock()
         self._queue: list[_Pending] = []  # judgements waiting for the next commit
+        self._known: set[str] = set()  # annotators whose row is committed (never deleted)
         self._lock_fd = self._hold(self.path)
         try:
             self._db, kind = open_database(self.path)
             self._reader = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=30.0
             )
+            self._lookups = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=30.0
+            )
         except BaseException:
+            for name in ("_reader", "_db"):
+                if getattr(self, name, None) is not None:
+                    getattr(self, name).close()
             self._release()
             raise
         self.migrated = kind is DatabaseKind.V1
@@ -271,8 +281,8 @@ class JudgementStore:
 
     def close(self) -> None:
         """Close the database and release it for another server."""
-        with self._lock, self._read_lock:
-            for name in ("_reader", "_db"):
+        with self._lock, self._read_lock, self._lookup_lock:
+            for name in ("_lookups", "_reader", "_db"):
                 connection = getattr(self, name, None)
                 if connection is not None:
                     connection.close()
@@ -316,9 +326,11 @@ class JudgementStore:
             return registry.revoke_annotator(self._db, name)
 
     def identify(self, token: str) -> Identity | None:
-        """Who holds ``token`` (None: unknown or revoked), looked up at every request."""
-        with self._read_lock:
-            return registry.identify(self._reader, token)
+        """Who holds ``token`` (None: unknown or revoked), looked up at every request (on a
+        connection of its own: one indexed read that never waits behind an export or a
+        commit, cheap enough for the server's event loop)."""
+        with self._lookup_lock:
+            return registry.identify(self._lookups, token)
 
     def check_project(self, identity: Mapping[str, Any]) -> None:
         """Remember the project's identity on first use; later, refuse another one.
@@ -372,7 +384,7 @@ class JudgementStore:
 
         Group commit: judgements recorded at the same time by several threads are queued in
         arrival order, and whichever thread takes the writer next commits every queued one in
-        one transaction (each in a savepoint of its own, so a refused one leaves the others
+        one transaction (a refused one undoes only its own insert and leaves the others
         stored) and one fsync; each caller returns only after the commit that holds its
         judgement. Under many annotators a commit's fsync is then paid once per batch instead of
         once per judgement, and no judgement waits behind later ones.
@@ -401,13 +413,13 @@ class JudgementStore:
 
     def _commit(self, batch: list[_Pending]) -> None:
         """Write ``batch`` in one transaction; settle every entry (result or error)."""
-        staged: list[tuple[_Pending, int]] = []
+        staged: list[tuple[_Pending, Judgement]] = []
         try:
             self._db.execute("BEGIN IMMEDIATE")
             for entry in batch:
-                seq = self._stage(entry)
-                if seq is not None:
-                    staged.append((entry, seq))
+                stored = self._stage(entry)
+                if stored is not None:
+                    staged.append((entry, stored))
             self._db.execute("COMMIT")
         except BaseException as exc:
             self._rollback()
@@ -416,32 +428,28 @@ class JudgementStore:
             for entry in batch:
                 entry.done = True
             raise
-        if staged:
-            marks = ",".join("?" * len(staged))
-            rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM judgements j WHERE j.seq IN ({marks})",
-                [seq for _, seq in staged],
-            )
-            stored = {row.seq: row for row in map(_row, rows.fetchall())}
-            for entry, seq in staged:
-                entry.result = (stored[seq], True)
+        for entry, stored in staged:
+            self._known.add(stored.annotator)  # committed: the annotator's row stays
+            entry.result = (stored, True)
         for entry in batch:
             entry.done = True
 
-    def _stage(self, entry: _Pending) -> int | None:
-        """Insert one judgement inside the open transaction, in a savepoint; its ``seq``, or
-        None when the entry is settled already (an id stored before, or refused)."""
+    def _stage(self, entry: _Pending) -> Judgement | None:
+        """Insert one judgement inside the open transaction: the row as stored, or None when
+        the entry is settled already (an id stored before, or refused). A refused insert
+        undoes itself only (SQLite's ``ABORT``; with the annotator's row, when this commit
+        brings it, in a savepoint), the transaction and the others stay; the stored row is
+        the inserted values with their ``seq`` and time (nothing read back)."""
         judgement = entry.judgement
-        earlier = self._get(self._db, judgement.id)
-        if earlier is not None:
-            entry.result = (earlier, False)
-            return None
-        self._db.execute("SAVEPOINT judgement")
-        try:
+        fresh = judgement.annotator not in self._known  # the first since the store opened
+        if fresh:
+            self._db.execute("SAVEPOINT judgement")
             self._db.execute(
                 "INSERT OR IGNORE INTO annotators (name, created) VALUES (?, ?)",
                 (judgement.annotator, time.time()),
             )
+        created = time.time()
+        try:
             cursor = self._db.execute(
                 "INSERT INTO judgements (id, annotator, qid, round, left_index, right_index,"
                 " left_id, right_id, choice, retracts, created)"
@@ -457,19 +465,26 @@ class JudgementStore:
                     judgement.right_id,
                     judgement.choice.value,
                     judgement.retracts,
-                    time.time(),
+                    created,
                 ),
             )
         except sqlite3.IntegrityError:
-            self._db.execute("ROLLBACK TO judgement")
-            self._db.execute("RELEASE judgement")
+            if fresh:
+                self._db.execute("ROLLBACK TO judgement")
+                self._db.execute("RELEASE judgement")
+            earlier = self._get(self._db, judgement.id)
+            if earlier is not None:  # the same id, stored before: that row, nothing written
+                entry.result = (earlier, False)
+                return None
             entry.error = StaleRoundError(
                 f"round {judgement.round} of {judgement.annotator!r} on question "
                 f"{judgement.qid!r} was answered already"
             )
             return None
-        self._db.execute("RELEASE judgement")
-        return int(cursor.lastrowid or 0)
+        if fresh:
+            self._db.execute("RELEASE judgement")
+        seq = int(cursor.lastrowid or 0)
+        return replace(judgement, seq=seq, created=created, retracted_by=None)
 
     def _rollback(self) -> None:
         if self._db.in_transaction:
@@ -483,9 +498,10 @@ class JudgementStore:
         return None if row is None else _row(row)
 
     def get(self, judgement_id: str) -> Judgement | None:
-        """The judgement stored under ``judgement_id``, or None."""
-        with self._read_lock:
-            return self._get(self._reader, judgement_id)
+        """The judgement stored under ``judgement_id``, or None (one indexed read, on the
+        connection of the token look-ups: never behind an export)."""
+        with self._lookup_lock:
+            return self._get(self._lookups, judgement_id)
 
     def judgements(
         self,

@@ -3,6 +3,7 @@ rebuild after a restart, pooled rankings and the confidence in the top answer.""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from pathlib import Path
 
@@ -125,6 +126,44 @@ def test_restart_rebuilds_every_posterior_exactly(
         torch.testing.assert_close(torch.tensor(again.upper), torch.tensor(ranking.upper))
     torch.testing.assert_close(torch.tensor(second.ranking("q1").mean), torch.tensor(pooled.mean))
     second.store.close()
+
+
+def test_concurrent_rounds_give_the_states_a_serial_replay_gives(
+    questions_file: Path, serve_model: Path, tmp_path: Path
+) -> None:
+    """12 sessions judged at once on as many threads (their rounds take turns at the CPU, their
+    commits group): each acknowledged state is the one a fresh service rebuilds from the
+    database one session at a time (same round, counts, next pair and confidence)."""
+    db = tmp_path / "j.sqlite"
+    service = make_service(questions_file, serve_model, db)
+    keys = [(f"a{k}", qid) for k in range(6) for qid in ("q1", "q2")]
+    last: dict[tuple[str, str], object] = {}
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(keys))
+
+    def work(annotator: str, qid: str) -> None:
+        try:
+            start.wait()
+            for number in range(4):
+                receipt = _answer(service, annotator, qid, Choice.TIE if number == 2 else None)
+            last[(annotator, qid)] = receipt.state
+            assert service.state(annotator, qid) == receipt.state
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=key) for key in keys]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert errors == [] and len(last) == len(keys)
+    assert service.store.count() == 4 * len(keys)
+    assert sorted(j.seq for j in service.store.judgements()) == list(range(1, 4 * len(keys) + 1))
+    service.store.close()
+    again = make_service(questions_file, serve_model, db)
+    for key, state in last.items():
+        assert again.state(*key) == state
+    again.store.close()
 
 
 def test_a_database_of_another_model_is_refused(

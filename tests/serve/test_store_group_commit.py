@@ -84,3 +84,45 @@ def test_a_failed_commit_acknowledges_nothing(tmp_path: Path, monkeypatch) -> No
         monkeypatch.setattr(store, "_stage", real)
         stored, created = store.record(_judgement("fine", "ann", 0))
         assert created and stored.seq >= 1 and store.count() == 1
+
+
+def test_an_annotator_first_seen_in_a_failed_commit_is_written_again(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The annotator's row, inserted in a batch that was rolled back, is inserted again by
+    the next commit (the store remembers only committed annotators)."""
+    with JudgementStore(tmp_path / "j.sqlite") as store:
+        real = store._stage
+
+        def failing_after(entry):  # type: ignore[no-untyped-def]
+            real(entry)  # the annotator's row and the judgement inserted ...
+            raise sqlite3.OperationalError("disk I/O error")  # ... and the commit fails
+
+        monkeypatch.setattr(store, "_stage", failing_after)
+        with pytest.raises(sqlite3.OperationalError):
+            store.record(_judgement("boom", "newcomer", 0))
+        monkeypatch.setattr(store, "_stage", real)
+        assert store.count() == 0 and store.annotators() == []
+        stored, created = store.record(_judgement("fine", "newcomer", 0))
+        assert created and store.annotators() == ["newcomer"]
+        assert store.judgements() == [stored]  # what the caller was told is what is stored
+        again, created = store.record(_judgement("fine", "newcomer", 0))
+        assert not created and again == stored
+
+
+def test_a_refused_judgement_of_a_new_annotator_leaves_no_annotator(tmp_path: Path) -> None:
+    """A judgement refused in a batch takes back the annotator's row it brought (nothing of
+    it is stored); the same annotator's next judgement stores both."""
+    with JudgementStore(tmp_path / "j.sqlite") as store:
+        store.record(_judgement("used-id", "ann", 0))
+        stored, created = store.record(_judgement("used-id", "eve", 0))  # ann's id
+        assert not created and stored.annotator == "ann"
+        retract = Judgement(
+            id="undo-1", annotator="eve", qid="q1", round=1, left=0, right=1, left_id="a",
+            right_id="b", choice=Choice.UNDO, retracts="no-such-judgement",
+        )  # fmt: skip
+        with pytest.raises(StaleRoundError):
+            store.record(retract)  # the judgement it names does not exist
+        assert store.annotators() == ["ann"] and store.count() == 1
+        store.record(_judgement("eve-0", "eve", 0))
+        assert store.annotators() == ["ann", "eve"] and store.count() == 2
