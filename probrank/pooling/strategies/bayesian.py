@@ -9,11 +9,15 @@ runs' measures by sampling it, and judgements chosen where they most sharpen the
   each unjudged document's relevance from its Bernoulli, judged documents as judged; the grade
   of a sampled-relevant document is drawn from the judged relevant grades (a non-relevant
   one's from the judged non-relevant grades) for nDCG@10. Relevant documents outside the pool
-  are estimated per topic and draw by Chao1 (bias-corrected: ``f1 (f1 - 1) / (2 (f2 + 1))``,
-  ``f1``/``f2``: relevant documents that exactly one/two runs retrieve), or, when larger
-  and ``unpooled_share > 0`` (off by default), ``rho`` times the topic's pooled relevant
-  documents, with one ``rho ~ unpooled_share * LogNormal(0, unpooled_sd^2)`` per draw shared
-  by the topics (Chao1 is a lower bound, and correlated runs make it far too low); they count
+  are estimated per topic and draw as the larger of Chao1 (bias-corrected:
+  ``f1 (f1 - 1) / (2 (f2 + 1))``, ``f1``/``f2``: relevant documents that exactly one/two runs
+  retrieve) and an extrapolation of the topic's discovery curve beyond the pool depth ``D``:
+  relevant documents keep arriving at about the same number per doubling of the depth (TREC
+  DL 2021: 297 first met at best ranks 26-50, 251 at 51-100; Robust03: 671 and 750), so the
+  pool misses ``K`` more doublings' worth, ``K`` times the topic's relevant documents first met
+  at best ranks in ``(D/2, D]`` (:func:`last_doubling`, from the same draw), with one
+  ``K ~ unpooled_doublings * LogNormal(0, unpooled_sd^2)`` per draw shared by the topics
+  (Chao1 is a lower bound, and correlated runs make it far too low); they count
   in the number of relevant documents of AP. MAP and nDCG@10 of every run per draw, vectorised
   (:func:`probrank.pooling.measures.run_measures`): means, 90% intervals, P(A > B).
 * **Acquisition** (:class:`Acquisition`). Each batch is shared equally among the topics
@@ -21,7 +25,10 @@ runs' measures by sampling it, and judgements chosen where they most sharpen the
   sampled would keep the model's errors); within a topic the highest scores are judged.
   ``influence`` (the default) scores ``d`` by ``v_d * mean_r prior_r(d)^2``: its relevance
   variance ``v_d = p_d (1 - p_d)`` (posterior predictive) times the mean square of the
-  AP-prior weight of its ranks (Aslam et al. 2006; its influence on the runs' AP).
+  AP-prior weight of its ranks (Aslam et al. 2006; its influence on the runs' AP); an
+  ``explore_share`` of each topic's batch is drawn uniformly from its unjudged documents
+  instead, so that the model sees the deep, rarely retrieved documents whose relevance it
+  would otherwise extrapolate (and over-predict) from the top ranks.
   ``pairwise`` is a first-order proxy of the expected reduction of the ranking's
   uncertainty: judging document ``d`` removes its relevance variance ``v_d = p_d (1 - p_d)``
   (posterior predictive) from every difference of two runs' MAP, by
@@ -62,6 +69,7 @@ __all__ = [
     "ap_sensitivities",
     "bayesian_estimates",
     "fit_relevance",
+    "last_doubling",
     "pair_weights",
 ]
 
@@ -71,7 +79,8 @@ class Acquisition(str, Enum):
 
     INFLUENCE = "influence"
     """``v_d * mean_r prior_r(d)^2``: relevance variance times the mean square AP-prior
-    weight of the document's ranks (its influence on the runs' AP)."""
+    weight of the document's ranks (its influence on the runs' AP), on ``1 - explore_share``
+    of each topic's batch, uniform draws from its unjudged documents on the rest."""
     PAIRWISE = "pairwise"
     """``v_d * sum_{a<b} w_ab (s_a(d) - s_b(d))^2`` on ``1 - calibration_share`` of each
     topic's batch, relevance variance ``v_d`` alone on the rest."""
@@ -151,6 +160,24 @@ def chao1_unpooled(pool: Pool, relevant: np.ndarray) -> np.ndarray:
     return np.maximum(f1 * (f1 - 1.0), 0.0) / (2.0 * (f2 + 1.0))
 
 
+def last_doubling(pool: Pool, relevant: np.ndarray) -> np.ndarray:
+    """Each topic's relevant items first met in the last doubling of the pool depth: those
+    whose best rank over the runs lies in ``(D/2, D]``.
+
+    Args:
+        pool: The pool (depth ``D``).
+        relevant: Relevance of the items per draw (0/1 or bool), `s x num_items`.
+
+    Returns:
+        `s x num_topics`.
+    """
+    best = np.where(pool.ranks > 0, pool.ranks, pool.depth + 1).min(axis=0)
+    late = (best > pool.depth / 2) & (best <= pool.depth)
+    out = np.zeros((relevant.shape[0], pool.num_topics))
+    np.add.at(out.T, pool.item_topic, (relevant * late).T)
+    return out
+
+
 def bayesian_estimates(
     judgements: Judgements,
     *,
@@ -159,8 +186,8 @@ def bayesian_estimates(
     model: PoolingRelevanceModel | None = None,
     num_samples: int = 200,
     seed: int | np.random.Generator = 0,
-    unpooled_share: float = 0.0,
-    unpooled_sd: float = 0.6,
+    unpooled_doublings: float = 0.0,
+    unpooled_sd: float = 0.5,
 ) -> PoolEstimates:
     """Posterior of every run's MAP and nDCG@10 given the judgements so far.
 
@@ -171,11 +198,13 @@ def bayesian_estimates(
         model: A relevance model already fitted on ``judgements``.
         num_samples: Posterior draws.
         seed: Seed or generator.
-        unpooled_share: Prior median of the share ``rho`` of relevant documents the pool
-            misses, relative to those in it (0, the default: Chao1 alone).
-        unpooled_sd: Prior sd of ``log rho``; each draw takes one ``rho`` shared by the
-            topics (as the pool's blind spot is). A topic's unpooled relevant documents are
-            the larger of Chao1 and ``rho`` times its pooled relevant ones.
+        unpooled_doublings: Prior median of ``K``, the doublings of the pool depth whose
+            relevant documents the pool misses (0, the default here: Chao1 alone; the
+            strategy's default is 2).
+        unpooled_sd: Prior sd of ``log K``; each draw takes one ``K`` shared by the topics
+            (as the pool's blind spot is). A topic's unpooled relevant documents are the
+            larger of Chao1 and ``K`` times its relevant documents first met in the last
+            doubling of the depth (:func:`last_doubling`).
 
     Returns:
         Means, 90% intervals, P(A > B) of MAP for every pair and the draws.
@@ -191,11 +220,9 @@ def bayesian_estimates(
         n = min(chunk, num_samples - start)
         grades = sample_grades(judgements, model, level=level, num_samples=n, rng=rng)
         extra = chao1_unpooled(pool, (grades >= level).astype(np.float64))
-        if unpooled_share > 0:
-            rho = unpooled_share * np.exp(rng.normal(0.0, unpooled_sd, size=(n, 1)))
-            pooled = np.zeros((n, pool.num_topics))
-            np.add.at(pooled.T, pool.item_topic, (grades >= level).T)
-            extra = np.maximum(extra, rho * pooled)
+        if unpooled_doublings > 0:
+            doublings = unpooled_doublings * np.exp(rng.normal(0.0, unpooled_sd, size=(n, 1)))
+            extra = np.maximum(extra, doublings * last_doubling(pool, grades >= level))
         ideal = ideal_dcg(pool, grades)
         m, d = run_measures(pool, grades, level=level, extra_relevant=extra, ideal=ideal)
         maps[start : start + n] = m
@@ -359,7 +386,7 @@ class BayesianSelector(Selector):
             model=self.model,
             num_samples=self.strategy.estimate_samples,
             seed=seed,
-            unpooled_share=self.strategy.unpooled_share,
+            unpooled_doublings=self.strategy.unpooled_doublings,
             unpooled_sd=self.strategy.unpooled_sd,
         )
 
@@ -378,9 +405,11 @@ class Bayesian(Strategy):
             the ranking score never looks.
         acquisition_samples: Posterior draws behind the acquisition's relevance variances.
         estimate_samples: Posterior draws behind the estimates.
-        unpooled_share: Prior median share of relevant documents the pool misses (0: Chao1
-            alone; 0.15 mends the 20-30% budgets of TREC DL 2021 but spoils 2-10%).
-        unpooled_sd: Prior sd of the log of that share.
+        explore_share: With ``influence``: share of each topic's batch drawn uniformly from
+            its unjudged documents (the rest by the influence score).
+        unpooled_doublings: Prior median of the doublings of the pool depth whose relevant
+            documents the pool misses (0: Chao1 alone; see :func:`bayesian_estimates`).
+        unpooled_sd: Prior sd of the log of those doublings.
     """
 
     model: PoolingModelSettings = field(default_factory=PoolingModelSettings)
@@ -388,11 +417,11 @@ class Bayesian(Strategy):
     warmup_per_topic: int = 5
     acquisition: Acquisition = Acquisition.INFLUENCE
     calibration_share: float = 0.5
-    explore_share: float = 0.0
+    explore_share: float = 0.2
     acquisition_samples: int = 64
     estimate_samples: int = 200
-    unpooled_share: float = 0.0
-    unpooled_sd: float = 0.6
+    unpooled_doublings: float = 2.0
+    unpooled_sd: float = 0.15
     name = StrategyName.BAYESIAN
 
     def start(

@@ -32,7 +32,8 @@ def fitted() -> tuple[PoolingRelevanceModel, np.ndarray, np.ndarray, np.ndarray]
 
 
 def test_fit_on_no_items_is_the_prior() -> None:
-    settings = PoolingModelSettings()
+    # moderate run scales, so that 40,000 draws resolve the shared mean's covariance
+    settings = PoolingModelSettings(run_scale=2.0, retrieved_scale=2.0)
     model = PoolingRelevanceModel(settings).fit(
         np.zeros((RUNS, 0), dtype=np.int64), np.zeros(0), np.zeros(0), num_topics=3, depth=20
     )

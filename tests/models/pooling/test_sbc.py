@@ -1,8 +1,8 @@
 """The pooling relevance model's rows of ``benchmarks/sbc.py``: registered for the smoke mode,
-and what they find at the smoke size (seeded): the Laplace posterior is close to calibrated
-when the prior leaves both classes in the data, and under-dispersed at the relevance logits
-under the default (wide) prior, where 4 in 10 simulated pools come out all relevant or all
-non-relevant (models/pooling/README.md reports the full run)."""
+and what they find at the smoke size (seeded): with the default near-flat prior on the run
+effects (``run_scale = retrieved_scale = 50``) the Laplace posterior is calibrated for the
+topic effects and the population means but too narrow for the run effects and the relevance
+logits, with either prior on the means (models/pooling/README.md reports the full run)."""
 
 from __future__ import annotations
 
@@ -46,22 +46,30 @@ def test_rows_are_registered_for_the_quick_mode(sbc_script) -> None:
         assert rows[name].quick.sims <= rows[name].full.sims
 
 
-def test_moderate_prior_row_is_close_to_calibrated(sbc_script) -> None:
+def test_moderate_prior_row_calibrates_topics_and_means_not_run_effects(sbc_script) -> None:
     summary = _run(sbc_script, "pooling-laplace-hyper1")
     assert summary["simulations"] == 200 and summary["failures"] == 0
     assert summary["one_class_share"] < 0.05
-    assert summary["p_value"] > 0.01
-    for parameter in summary["parameters"]:
-        assert 0.8 <= parameter["coverage_90"] <= 0.96, parameter
-
-
-def test_default_prior_row_finds_the_laplace_too_narrow_at_the_logits(sbc_script) -> None:
-    summary = _run(sbc_script, "pooling-laplace")
-    assert summary["one_class_share"] > 0.25  # separated data: the Laplace's weak spot
     by_name = {p["name"]: p for p in summary["parameters"]}
-    for name in PARAMETERS:  # the parameters themselves stay near nominal
+    for name in ("a_0", "b1_topic_0", "b_fused", "b_share", "mu_w", "mu_c", "mu_a"):
         assert 0.8 <= by_name[name]["coverage_90"] <= 0.96, by_name[name]
-    for name in ("f(5,8,-,12)", "f(10,10,10,10)"):  # the relevance logits do not
+    # the near-flat default prior on the run effects (run_scale = retrieved_scale = 50) is
+    # weakly identified with 4 runs and about 170 judged documents: the Laplace is too narrow
+    for name in ("w_0", "c_0", "f(5,8,-,12)", "f(10,10,10,10)"):
+        assert by_name[name]["dispersion"] == "under-dispersed"
+        assert by_name[name]["coverage_90"] < 0.8, by_name[name]
+    assert summary["p_value"] < 1e-6
+
+
+def test_default_prior_row_finds_the_laplace_too_narrow(sbc_script) -> None:
+    summary = _run(sbc_script, "pooling-laplace")
+    assert summary["one_class_share"] > 0.1  # separated data: the Laplace's weak spot
+    by_name = {p["name"]: p for p in summary["parameters"]}
+    for name in ("a_0", "b1_topic_0", "b_share", "mu_w", "mu_c", "mu_a"):
+        assert 0.8 <= by_name[name]["coverage_90"] <= 0.96, by_name[name]
+    for name in ("w_0", "c_0", "b_fused"):  # the run effects and the fused slope do not
+        assert by_name[name]["coverage_90"] < 0.8, by_name[name]
+    for name in ("f(5,8,-,12)", "f(10,10,10,10)"):  # nor the relevance logits
         assert by_name[name]["dispersion"] == "under-dispersed"
         assert by_name[name]["coverage_90"] < 0.75
     assert summary["p_value"] < 1e-6

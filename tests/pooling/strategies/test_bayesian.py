@@ -10,6 +10,7 @@ from probrank.pooling.strategies.bayesian import (
     Acquisition,
     bayesian_estimates,
     chao1_unpooled,
+    last_doubling,
     pair_weights,
 )
 from tests.pooling.conftest import synthetic_collection
@@ -28,6 +29,56 @@ def test_estimates_with_everything_judged_are_exact() -> None:
     np.testing.assert_allclose(est.lower["map"], est.upper["map"], atol=1e-12)
     assert est.beats is not None and est.beats.shape == (3, 3)
     np.testing.assert_allclose(est.beats + est.beats.T, 1.0, atol=1e-12)
+
+
+def test_last_doubling_counts_relevant_items_first_met_deep() -> None:
+    _qrels, runs = synthetic_collection(seed=1)
+    pool = Pool.from_runs(runs, depth=20)
+    rng = np.random.default_rng(0)
+    relevant = (rng.random((3, pool.num_items)) < 0.4).astype(float)
+    best = np.where(pool.ranks > 0, pool.ranks, 10**6).min(axis=0)
+    out = last_doubling(pool, relevant)
+    assert out.shape == (3, pool.num_topics)
+    for t in range(pool.num_topics):
+        items = pool.topic_items(t)
+        deep = items[(best[items] > 10) & (best[items] <= 20)]
+        np.testing.assert_allclose(out[:, t], relevant[:, deep].sum(axis=1), atol=1e-12)
+
+
+def test_unpooled_doublings_extend_chao1_with_the_discovery_curve() -> None:
+    qrels, runs = synthetic_collection(seed=1)
+    pool = Pool.from_runs(runs, depth=20)
+    judged = Judgements(pool)
+    grades = pool.grades_from(qrels)
+    judged.add(np.arange(pool.num_items), grades)
+    relevant = (grades >= 2)[None, :].astype(float)
+    est = bayesian_estimates(
+        judged, level=2, num_samples=10, seed=0, unpooled_doublings=2.0, unpooled_sd=1e-12
+    )
+    extra = np.maximum(chao1_unpooled(pool, relevant), 2.0 * last_doubling(pool, relevant))[0]
+    maps, _ = run_measures(pool, grades.astype(float), level=2, extra_relevant=extra)
+    np.testing.assert_allclose(est.mean["map"], maps, atol=1e-9)
+    plain = bayesian_estimates(judged, level=2, num_samples=10, seed=0)
+    assert np.all(est.mean["map"] <= plain.mean["map"] + 1e-12)
+
+
+def test_explore_share_draws_unjudged_documents_reproducibly() -> None:
+    qrels, runs = synthetic_collection(seed=2)
+    pool = Pool.from_runs(runs, depth=20)
+    grades = pool.grades_from(qrels)
+    proposals = []
+    for _ in range(2):
+        judged = Judgements(pool)
+        selector = Bayesian(warmup_per_topic=2, explore_share=1.0).start(pool, judged, level=2)
+        batches = []
+        for _ in range(3):
+            items = selector.propose(8)
+            assert len(items) == 8 and not judged.judged[items].any()
+            judged.add(items, grades[items])
+            selector.observe(items, grades[items])
+            batches.append(items.tolist())
+        proposals.append(batches)
+    assert proposals[0] == proposals[1]
 
 
 @pytest.mark.parametrize("acquisition", list(Acquisition))
