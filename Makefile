@@ -44,7 +44,7 @@ lint: $(STAMP)
 # the site: API pages from the docstrings, the tutorials executed (SMOKE_TEST=1); -W -n: a broken
 # cross-reference, a missing page, a dead internal link or a docstring that does not render fails
 docs: $(STAMP)
-	$(TEST_ENV) $(BIN)/python -m sphinx -b html -n -W --keep-going -q docs docs/_build/html
+	$(TEST_ENV) $(BIN)/python -m sphinx -j 2 -b html -n -W --keep-going -q docs docs/_build/html
 	@echo "make: the site is in docs/_build/html (open docs/_build/html/index.html)"
 
 # the tutorials were executed by `docs` (tests/docs check their rendered outputs)

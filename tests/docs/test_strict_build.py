@@ -1,6 +1,6 @@
 """The documentation builds in strict mode: in a temporary copy of ``docs/``, the unchanged
-pages build cleanly, and one broken cross-reference, one dead internal link or one docstring
-that does not render fails the build with a message that names it.
+pages build cleanly, and a copy with a broken cross-reference, a dead internal link and a
+docstring that does not render fails the build with a message naming each.
 
 The copy builds quickly: the notebooks are not executed (``PROBRANK_DOCS_EXECUTE=off``) and the
 API pages are limited to two packages (``PROBRANK_DOCS_API``); the full build is ``make docs``.
@@ -77,33 +77,23 @@ def test_the_pages_build_cleanly(clean_build: subprocess.CompletedProcess) -> No
     assert clean_build.returncode == 0, clean_build.stderr[-3000:]
 
 
-def test_a_broken_cross_reference_fails(tmp_path: Path, clean_build) -> None:
+@pytest.fixture(scope="module")
+def broken_build(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> subprocess.CompletedProcess:
+    """One copy broken three ways: a cross-reference, an internal link, a docstring."""
+    tmp_path = tmp_path_factory.mktemp("broken")
     docs = _copy(tmp_path)
     page = docs / "guide" / "pooling.md"
     page.write_text(
         page.read_text(encoding="utf-8") + "\nSee {py:func}`probrank.models.no_such_function`.\n",
         encoding="utf-8",
     )
-    done = _build(docs)
-    assert done.returncode != 0
-    assert "probrank.models.no_such_function" in done.stderr
-    assert "reference target not found" in done.stderr
-
-
-def test_a_dead_internal_link_fails(tmp_path: Path, clean_build) -> None:
-    docs = _copy(tmp_path)
     page = docs / "getting-started.md"
     page.write_text(
         page.read_text(encoding="utf-8") + "\nSee [the missing page](/guide/no-such-page.md).\n",
         encoding="utf-8",
     )
-    done = _build(docs)
-    assert done.returncode != 0
-    assert "no-such-page" in done.stderr
-
-
-def test_a_docstring_that_does_not_render_fails(tmp_path: Path, clean_build) -> None:
-    docs = _copy(tmp_path)
     module = tmp_path / "broken_docstring_module.py"
     module.write_text(
         textwrap.dedent(
@@ -125,7 +115,33 @@ def test_a_docstring_that_does_not_render_fails(tmp_path: Path, clean_build) -> 
     )
     index = docs / "index.md"
     index.write_text(index.read_text(encoding="utf-8").replace("layout\n", "layout\nbroken\n"))
-    done = _build(docs, {"PYTHONPATH": str(tmp_path)})
-    assert done.returncode != 0
-    assert "broken_docstring_module" in done.stderr
-    assert "Undefined substitution referenced" in done.stderr or "end-string" in done.stderr
+    return _build(docs, {"PYTHONPATH": str(tmp_path)})
+
+
+def _warnings(done: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in done.stderr.splitlines() if "WARNING" in line or "ERROR" in line]
+
+
+def test_the_broken_copy_fails(broken_build: subprocess.CompletedProcess) -> None:
+    assert broken_build.returncode != 0
+
+
+def test_a_broken_cross_reference_is_named(
+    clean_build: subprocess.CompletedProcess, broken_build: subprocess.CompletedProcess
+) -> None:
+    found = [line for line in _warnings(broken_build) if "probrank.models.no_such_function" in line]
+    assert found and "reference target not found" in found[0]
+    assert "no_such_function" not in clean_build.stderr
+
+
+def test_a_dead_internal_link_is_named(broken_build: subprocess.CompletedProcess) -> None:
+    found = [line for line in _warnings(broken_build) if "no-such-page" in line]
+    assert found and "getting-started.md" in found[0]
+
+
+def test_a_docstring_that_does_not_render_is_named(
+    broken_build: subprocess.CompletedProcess,
+) -> None:
+    found = [line for line in _warnings(broken_build) if "broken_docstring_module" in line]
+    assert any("Undefined substitution referenced" in line for line in found)
+    assert any("end-string" in line for line in found)
