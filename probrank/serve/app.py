@@ -87,7 +87,11 @@ _HEADERS = {
         "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
     ),
 }
-_STATIC = {"judge.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
+_STATIC = {
+    "judging.js": "text/javascript; charset=utf-8",
+    "judge.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+}
 _EXPORT_COLUMNS = (
     "id", "seq", "annotator", "qid", "round", "left", "right", "choice", "winner", "loser",
     "created", "retracts", "retracted", "retracted_by",
@@ -156,6 +160,9 @@ class _Caller:
 
 class _Pages:
     """The route handlers over one preparation (its service once ready) and database."""
+
+    STATIC: dict[str, str] = _STATIC
+    """The files ``/static/{name}`` serves, with their media types."""
 
     def __init__(
         self, preparation: Preparation, store: JudgementStore, instructions: str | None
@@ -454,10 +461,10 @@ class _Pages:
 
     async def static(self, request: Request) -> Response:
         name = request.path_params["name"]
-        if name not in _STATIC:
+        if name not in self.STATIC:
             raise NotFound(f"there is no static file {name[:60]!r}")
         text = resources.files("probrank.serve").joinpath("static", name).read_text("utf-8")
-        return Response(text, media_type=_STATIC[name], headers={"Cache-Control": "no-cache"})
+        return Response(text, media_type=self.STATIC[name], headers={"Cache-Control": "no-cache"})
 
     async def health(self, request: Request) -> Response:
         return PlainTextResponse("ok" if self.preparation.service is not None else "preparing")

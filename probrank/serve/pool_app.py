@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from importlib import resources
 from typing import Any
 
 from starlette.applications import Starlette
@@ -42,7 +41,7 @@ from starlette.responses import (
 from starlette.routing import Route
 
 from probrank.serve.app import _HEADERS, _Caller, _Pages, _wants_json, check_annotator
-from probrank.serve.errors import BadRequest, Forbidden, NotFound
+from probrank.serve.errors import BadRequest, Forbidden
 from probrank.serve.http import read_form
 from probrank.serve.pool_judging import (
     GRADES,
@@ -58,6 +57,7 @@ from probrank.serve.startup import Preparation
 __all__ = ["create_pool_app"]
 
 _STATIC = {
+    "judging.js": "text/javascript; charset=utf-8",
     "pool_judge.js": "text/javascript; charset=utf-8",
     "pool.css": "text/css; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
@@ -67,6 +67,8 @@ _TEMPLATES = {"error.html": "pool_error.html"}
 
 class _PoolPages(_Pages):
     """The route handlers over one :class:`~probrank.serve.pool_judging.PoolService`."""
+
+    STATIC = _STATIC
 
     def __init__(self, service: PoolService, instructions: str | None, depth: int) -> None:
         super().__init__(Preparation(), service.store.base, instructions)
@@ -196,13 +198,6 @@ class _PoolPages(_Pages):
         return self._export(body, "application/x-ndjson; charset=utf-8", "judgements.jsonl")
 
     # -- open routes ------------------------------------------------------------------------
-
-    async def static(self, request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in _STATIC:
-            raise NotFound(f"there is no static file {name[:60]!r}")
-        text = resources.files("probrank.serve").joinpath("static", name).read_text("utf-8")
-        return Response(text, media_type=_STATIC[name], headers={"Cache-Control": "no-cache"})
 
     async def health(self, request: Request) -> Response:
         return PlainTextResponse("ok")

@@ -71,24 +71,20 @@ def serve_pool(options: PoolServeSettings, *, out: TextIO | None = None) -> None
         InputDataError: bad input (runs, topics, documents, strategy, database, address),
             found before anything is written, or a database made for other topics.
     """
-    import uvicorn
-
     from probrank.pooling.strategies import make_strategy
-    from probrank.serve.http import header_timeout_protocol
     from probrank.serve.pool_app import create_pool_app
     from probrank.serve.pool_judging import PoolService
     from probrank.serve.pool_source import load_pool_topics
     from probrank.serve.pool_store import PoolStore
     from probrank.serve.schema import inspect_database
     from probrank.serve.server import (
-        HEADER_TIMEOUT,
-        KEEP_ALIVE,
         _read_instructions,
         _remove,
         _say,
         bind,
         url_of,
         uvicorn_logging_kept,
+        uvicorn_server,
     )
 
     out = out or sys.stdout
@@ -117,12 +113,7 @@ def serve_pool(options: PoolServeSettings, *, out: TextIO | None = None) -> None
             admin = store.base.issue_admin_token()
             store.base.announce_url(url_of(sock, ""))
             app = create_pool_app(service, instructions=instructions, depth=options.depth)
-            config = uvicorn.Config(
-                app, log_config=None, log_level="warning", access_log=False, lifespan="off",
-                timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE,
-                http=header_timeout_protocol(HEADER_TIMEOUT),
-            )  # fmt: skip
-            server = uvicorn.Server(config)
+            server = uvicorn_server(app)
             documents = sum(len(topic) for topic in topics)
             runs = topics[0].pool.num_runs
             _say(out, f"probrank serve: pool of {runs} runs from {options.runs} (depth "

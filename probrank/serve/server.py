@@ -49,6 +49,7 @@ __all__ = [
     "serve",
     "url_of",
     "uvicorn_logging_kept",
+    "uvicorn_server",
 ]
 
 HEADER_TIMEOUT = 10.0
@@ -132,6 +133,22 @@ def uvicorn_logging_kept() -> Iterator[None]:
             logger.propagate = propagate
 
 
+def uvicorn_server(app: Any) -> Any:
+    """A ``uvicorn.Server`` for ``app`` as ``probrank serve`` runs it: logging left alone
+    (``log_config=None``; see :func:`uvicorn_logging_kept`), no access log, a header-read
+    timeout (:data:`HEADER_TIMEOUT`) and a short keep-alive (:data:`KEEP_ALIVE`)."""
+    import uvicorn
+
+    from probrank.serve.http import header_timeout_protocol
+
+    config = uvicorn.Config(
+        app, log_config=None, log_level="warning", access_log=False, lifespan="off",
+        timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE,
+        http=header_timeout_protocol(HEADER_TIMEOUT),
+    )  # fmt: skip
+    return uvicorn.Server(config)
+
+
 def _say(out: TextIO, text: str) -> None:
     out.write(text + "\n")
     out.flush()
@@ -189,9 +206,7 @@ def serve(options: ServeSettings, *, out: TextIO | None = None) -> None:
         InputDataError: bad input (data, model, database, address), found before anything
             is written; or an error of the preparation (see the module docstring).
     """
-    import uvicorn
-
-    from probrank.serve.app import create_app, header_timeout_protocol
+    from probrank.serve.app import create_app
     from probrank.serve.schema import inspect_database
     from probrank.serve.startup import Preparation, prepare
     from probrank.serve.store import JudgementStore
@@ -213,12 +228,7 @@ def serve(options: ServeSettings, *, out: TextIO | None = None) -> None:
             store.announce_url(url_of(sock, ""))  # `annotators add` without --url uses it
             preparation = Preparation(questions)
             app = create_app(preparation, store=store, instructions=instructions)
-            config = uvicorn.Config(
-                app, log_config=None, log_level="warning", access_log=False, lifespan="off",
-                timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE,
-                http=header_timeout_protocol(HEADER_TIMEOUT),
-            )  # fmt: skip
-            server = uvicorn.Server(config)
+            server = uvicorn_server(app)
 
             def stop(exc: BaseException) -> None:
                 failure.append(exc)
