@@ -23,7 +23,9 @@ evaluates files.
 
 from __future__ import annotations
 
+import mmap
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -31,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from probrank.data._io import read_bytes
+from probrank.data._io import _GZIP_MAGIC, read_bytes
 from probrank.exceptions import InputDataError
 
 __all__ = [
@@ -44,9 +46,11 @@ __all__ = [
     "compute",
     "numbers",
     "plain_text",
+    "plain_texts",
     "read_batch",
     "read_columns",
     "read_run_columns",
+    "take",
     "valid",
 ]
 
@@ -83,6 +87,12 @@ def compute(name: str, *args: Any, **options: Any) -> Any:
     if "sort_keys" in options:
         return call_function(name, list(args), SortOptions(options["sort_keys"]))
     return call_function(name, list(args))
+
+
+def take(array: Any, indices: Any) -> Any:
+    """``array[indices]`` for an Arrow array and Arrow integer ``indices``, by the kernel
+    (``Array.take`` would import ``pyarrow.compute``: see :func:`compute`)."""
+    return compute("take", array, indices)
 
 
 def numbers(array: Any, dtype: type | np.dtype[Any]) -> np.ndarray:
@@ -140,8 +150,8 @@ class RunColumns:
     Attributes:
         name: The run's name (the file name without ``.gz``).
         tag: The tag of the first line.
-        qid: `num_lines` Arrow strings: query ids.
-        docno: `num_lines` Arrow strings: document ids.
+        qid: `num_lines` Arrow strings (an array or a chunked array): query ids.
+        docno: `num_lines` Arrow strings (an array or a chunked array): document ids.
         score: `num_lines` float64 scores (``-0.0`` read as ``0.0``: trec_eval compares them
             as equal).
     """
@@ -159,48 +169,135 @@ class PlainText:
 
     Attributes:
         path: The file.
-        data: Its (gunzipped) bytes, ending with a line feed.
-        delimiter: The field separator (a space or a tab).
+        data: Its (gunzipped) bytes, ending with a line feed: a slice of ``buffer`` when the
+            file was read into it.
+        delimiter: The field separator (a space or a tab; a file of both has its tabs made
+            spaces).
         lines: The number of lines.
+        buffer: The buffer the text lies in (files read together, one after the other:
+            :func:`plain_texts`), or ``None``.
+        start: The offset of ``data`` in ``buffer``.
     """
 
     path: Path
-    data: bytes
+    data: bytes | bytearray | memoryview
     delimiter: str
     lines: int
+    buffer: mmap.mmap | None = None
+    start: int = 0
+
+    def first_line(self) -> bytes:
+        """The first line, without its line feed."""
+        if self.buffer is None:
+            return bytes(self.data[: bytes(self.data).index(b"\n")])
+        return bytes(self.buffer[self.start : self.buffer.find(b"\n", self.start)])
 
 
 def plain_text(path: str | os.PathLike[str]) -> PlainText | None:
-    """A run file's text when it may be a plain, valid run: printable ASCII, fields separated
-    by spaces or tabs, no comment line, and no control character but line feeds and (in a file
-    without spaces) five tabs a line; else ``None`` (also for a file that cannot be read: the
-    strict reader words that error).
+    """:func:`plain_texts` of one file."""
+    return plain_texts([path])[0]
+
+
+def plain_texts(
+    paths: Sequence[str | os.PathLike[str]], pool: Any = None
+) -> list[PlainText | None]:
+    """Run files' texts, each when it may be a plain, valid run: printable ASCII, fields
+    separated by spaces or tabs, no comment line, and no control character but line feeds;
+    else ``None`` (also for a file that cannot be read: the strict reader words that error).
+
+    Plain files are read one after the other into one buffer, so that Arrow reads them all in
+    one call without copying them together (a call per file costs more, and a map of each
+    file would put the process at the mercy of a file cut short while it is read: a SIGBUS);
+    gzipped ones (detected by content) are gunzipped on the threads of ``pool`` (a
+    ``concurrent.futures`` executor, or ``None``).
 
     The rest (exactly six fields a line: no blank line, no empty field, no blank at either end
     of a line) is checked by Arrow's CSV reader, which refuses any row of other than six fields
     (:func:`read_batch`): with the counts checked here, every line is then six fields separated
     by single blanks.
     """
-    path = Path(path)
+    paths = [Path(path) for path in paths]
+    if not paths:
+        return []
+    sizes = []
+    for path in paths:
+        try:
+            sizes.append(max(os.stat(path).st_size, 0))
+        except OSError:
+            sizes.append(0)
+    # room for a missing last line feed each; the system provides the pages as they are
+    # written (a bytearray would be filled with zeros first)
+    buffer = mmap.mmap(-1, sum(sizes) + len(paths))
+    view = memoryview(buffer)
+    at = 0
+    regions: list[tuple[int, int] | bytes | None] = []
+    for path, size in zip(paths, sizes, strict=True):
+        try:
+            with open(path, "rb") as handle:
+                got = handle.readinto(view[at : at + size]) or 0
+                grown = handle.read(1) != b""
+        except OSError:
+            regions.append(None)  # (missing, a folder, unreadable: the strict reader says)
+            continue
+        if grown or buffer[at : at + 2] == _GZIP_MAGIC:  # on its own (gunzipped below)
+            regions.append(b"" if grown else bytes(view[at : at + got]))
+            continue
+        if got and buffer[at + got - 1] != 0x0A:
+            buffer[at + got] = 0x0A
+            got += 1
+        regions.append((at, at + got))
+        at += got
+    own = [i for i, region in enumerate(regions) if isinstance(region, bytes)]
+    get = pool.map if pool is not None and len(own) > 1 else map
+    for i, data in zip(own, get(_gunzipped, [paths[i] for i in own]), strict=True):
+        regions[i] = data
+    texts: list[PlainText | None] = []
+    for path, region in zip(paths, regions, strict=True):
+        if region is None:
+            texts.append(None)
+        elif isinstance(region, tuple):
+            texts.append(_vouched(path, buffer, *region))
+        else:  # gunzipped (or grown while read): a buffer of its own
+            data = bytearray(region)
+            if data and not data.endswith(b"\n"):
+                data += b"\n"
+            text = _vouched(path, data, 0, len(data))
+            texts.append(
+                None if text is None else PlainText(path, data, text.delimiter, text.lines)
+            )
+    return texts
+
+
+def _gunzipped(path: Path) -> bytearray | None:
     try:
-        data = read_bytes(path)
+        return bytearray(read_bytes(path))
     except InputDataError:
         return None
-    if not data or not data.isascii():
+
+
+def _vouched(path: Path, buffer: mmap.mmap | bytearray, start: int, stop: int) -> PlainText | None:
+    """The text of ``buffer[start:stop]``, or ``None`` when it is empty, not ASCII, holds a
+    comment line or a control character other than line feeds and (in a file without spaces)
+    five tabs a line. A file of tabs and spaces has its tabs made spaces in place."""
+    if stop <= start:
         return None
-    if not data.endswith(b"\n"):
-        data += b"\n"
-    if b"#" in data and (data.startswith(b"#") or b"\n#" in data):
+    if buffer.find(b"#", start, stop) >= 0 and (
+        buffer[start] == 0x23 or buffer.find(b"\n#", start, stop) >= 0
+    ):
         return None
-    tabs = b"\t" in data
-    if tabs and b" " in data:
-        data, tabs = data.replace(b"\t", b" "), False
-    lines, control = _counts(np.frombuffer(data, dtype=np.uint8))
-    # line feeds, tabs and any other control character (CR, NUL, vertical tab, ...): six fields
-    # a line leave exactly one line feed (and five tabs) a line
-    if control != lines * (6 if tabs else 1):
+    codes = np.frombuffer(buffer, dtype=np.uint8, count=stop - start, offset=start)
+    tabs = buffer.find(b"\t", start, stop) >= 0
+    if tabs and buffer.find(b" ", start, stop) >= 0:
+        np.putmask(codes, codes == 0x09, 0x20)
+        tabs = False
+    lines, below = _counts(codes)
+    # line feeds, tabs, any other control character (CR, NUL, vertical tab, ...) and any byte
+    # that is not ASCII (negative as int8): six fields a line leave exactly one line feed (and
+    # five tabs) a line
+    if below != lines * (6 if tabs else 1):
         return None
-    return PlainText(path, data, "\t" if tabs else " ", lines)
+    view = memoryview(buffer)[start:stop]
+    return PlainText(path, view, "\t" if tabs else " ", lines, buffer, start)
 
 
 _CHUNK = 1 << 20
@@ -209,15 +306,16 @@ less than a mask of the whole file, whose pages the system must first provide)."
 
 
 def _counts(codes: np.ndarray) -> tuple[int, int]:
-    """The line feeds and the control characters (bytes below 0x20) of `n` uint8 ``codes``."""
+    """The line feeds of `n` uint8 ``codes``, and the bytes below 0x20 or above 0x7F."""
     scratch = np.empty(min(codes.size, _CHUNK), dtype=bool)
-    lines = control = 0
+    signed = codes.view(np.int8)
+    lines = below = 0
     for start in range(0, codes.size, _CHUNK):
         part = codes[start : start + _CHUNK]
         mask = scratch[: part.size]
         lines += int(np.count_nonzero(np.equal(part, 0x0A, out=mask)))
-        control += int(np.count_nonzero(np.less(part, 0x20, out=mask)))
-    return lines, control
+        below += int(np.count_nonzero(np.less(signed[start : start + _CHUNK], 0x20, out=mask)))
+    return lines, below
 
 
 def read_run_columns(path: str | os.PathLike[str], name: str | None = None) -> RunColumns | None:
@@ -245,8 +343,8 @@ class ColumnBatch:
     Attributes:
         runs: The runs (their columns are slices of the batch's).
         sizes: `num_runs` int64: the lines of each run.
-        qid: `num_lines` Arrow strings: query ids.
-        docno: `num_lines` Arrow strings: document ids.
+        qid: `num_lines` Arrow strings (a chunked array): query ids.
+        docno: `num_lines` Arrow strings (a chunked array): document ids.
         score: `num_lines` float64 scores (``-0.0`` read as ``0.0``).
         qid_codes: `num_lines` int64 indices into ``qid_values``.
         qid_values: Arrow strings: each query id once.
@@ -271,16 +369,39 @@ class ColumnBatch:
         if pa is None:  # pragma: no cover - the runs were read with it
             raise ImportError("pyarrow is not installed")
         sizes = np.asarray([len(run.score) for run in runs], dtype=np.int64)
-        qid = pa.concat_arrays([run.qid for run in runs])
-        docno = pa.concat_arrays([run.docno for run in runs])
+        qid = _chained([run.qid for run in runs])
+        docno = _chained([run.docno for run in runs])
         score = np.concatenate([run.score for run in runs])
         return cls(runs, sizes, qid, docno, score, *_codes(qid), *_codes(docno))
 
 
+def _chained(columns: list[Any]) -> Any:
+    """Arrow string arrays or chunked arrays one after the other, as one chunked array (no
+    copy)."""
+    pa = arrow()
+    if pa is None:  # pragma: no cover - the columns were read with it
+        raise ImportError("pyarrow is not installed")
+    chunks = [c for column in columns for c in getattr(column, "chunks", [column])]
+    return pa.chunked_array(chunks, type=pa.string())
+
+
 def _codes(strings: Any) -> tuple[np.ndarray, Any]:
-    """`len(strings)` int64 indices into the distinct strings, and those (Arrow strings)."""
+    """`len(strings)` int64 indices into the distinct strings, and those (Arrow strings).
+
+    Args:
+        strings: An Arrow string array or chunked array (encoded as one: the chunks share
+            the dictionary).
+    """
     encoded = compute("dictionary_encode", strings)
-    return numbers(encoded.indices, np.int32).astype(np.int64), encoded.dictionary
+    chunks = getattr(encoded, "chunks", [encoded])
+    if not chunks:
+        return np.zeros(0, dtype=np.int64), arrow_strings([])
+    codes = np.empty(len(strings), dtype=np.int64)
+    at = 0
+    for chunk in chunks:
+        codes[at : at + len(chunk)] = numbers(chunk.indices, np.int32)
+        at += len(chunk)
+    return codes, chunks[-1].dictionary
 
 
 def read_columns(texts: list[PlainText]) -> list[RunColumns | None]:
@@ -293,35 +414,35 @@ def read_columns(texts: list[PlainText]) -> list[RunColumns | None]:
 def read_batch(texts: list[PlainText]) -> tuple[ColumnBatch | None, list[int | None]]:
     """Read run files' texts (:func:`plain_text`) together as one batch.
 
-    The texts of one field separator are parsed by one call of Arrow's CSV reader, which costs
-    less than a call per file.
+    The texts are parsed by one call of Arrow's CSV reader (where :func:`plain_texts` read
+    them, one after the other), which costs less than a call per file, with tabs as the
+    separator when every file has tabs, else spaces.
 
     Returns:
         ``(batch, where)``: the batch of the runs the compiled reader vouches for (``None``
         when none), and for each text the index of its run in ``batch.runs`` (``None``: not
         vouched for).
     """
-    pa = arrow()
+    pa = arrow() if texts else None  # (no file: no need to load pyarrow)
+    if pa is None:
+        return None, [None] * len(texts)
+    delimiter = _delimiter(texts)
     pieces: list[tuple[list[int], tuple[Any, Any, np.ndarray]]] = []
-    for delimiter in (" ", "\t") if pa is not None else ():
-        chosen = [i for i, t in enumerate(texts) if t.delimiter == delimiter]
-        if not chosen:
-            continue
-        columns = _parse([texts[i] for i in chosen], delimiter)
-        if columns is not None:
-            pieces.append((chosen, columns))
-            continue
-        for i in chosen:  # some file is doubtful: find it
-            one = _parse([texts[i]], delimiter)
+    columns = _parse(texts, delimiter)
+    if columns is not None:
+        pieces.append((list(range(len(texts))), columns))
+    else:  # some file is doubtful: find it
+        for i, text in enumerate(texts):
+            one = _parse([text], delimiter)
             if one is not None:
                 pieces.append(([i], one))
-    if pa is None or not pieces:
+    if not pieces:
         return None, [None] * len(texts)
     if len(pieces) == 1:
         qid, docno, score = pieces[0][1]
-    else:  # both separators, or files parsed one by one: one copy of the columns
-        qid = pa.concat_arrays([columns[0] for _, columns in pieces])
-        docno = pa.concat_arrays([columns[1] for _, columns in pieces])
+    else:  # the ids stay in the reader's blocks; one copy of the scores
+        qid = _chained([columns[0] for _, columns in pieces])
+        docno = _chained([columns[1] for _, columns in pieces])
         score = np.concatenate([columns[2] for _, columns in pieces])
     order = [i for chosen, _ in pieces for i in chosen]
     batch, kept = _batch([texts[i] for i in order], qid, docno, score)
@@ -348,7 +469,7 @@ def _batch(
     if doubtful.any():  # rare: drop their lines
         keep = np.flatnonzero(~np.repeat(doubtful, sizes))
         taken = arrow_numbers(keep)
-        qid, docno, score = qid.take(taken), docno.take(taken), score[keep]
+        qid, docno, score = take(qid, taken), take(docno, taken), score[keep]
         qid_codes, doc_codes = qid_codes[keep], doc_codes[keep]
         texts = [t for t, bad in zip(texts, doubtful.tolist(), strict=True) if not bad]
         sizes = sizes[~doubtful]
@@ -362,7 +483,7 @@ def _batch(
         runs.append(
             RunColumns(
                 name=name[:-3] if name.endswith(".gz") else name,
-                tag=text.data[: text.data.index(b"\n")].split()[5].decode("ascii"),
+                tag=text.first_line().split()[5].decode("ascii"),
                 qid=qid.slice(start, size),
                 docno=docno.slice(start, size),
                 score=score[start : start + size],
@@ -374,6 +495,30 @@ def _batch(
     return batch, kept
 
 
+def _delimiter(texts: list[PlainText]) -> str:
+    """The field separator of texts parsed together: tabs when every text has tabs, else
+    spaces (the tabs of the texts of tabs are then made spaces, in place: no field holds a
+    blank, so the fields are the same)."""
+    delimiter = "\t" if all(t.delimiter == "\t" for t in texts) else " "
+    for text in texts:
+        if text.delimiter != delimiter:
+            codes = np.frombuffer(text.data, dtype=np.uint8)  # (writable: a buffer's slice)
+            np.putmask(codes, codes == 0x09, 0x20)
+    return delimiter
+
+
+def _together(texts: list[PlainText]) -> Any:
+    """The texts one after the other: a slice of their buffer when they lie there in order,
+    else a copy."""
+    first, buffer = texts[0], texts[0].buffer
+    at = first.start
+    for text in texts:
+        if buffer is None or text.buffer is not buffer or text.start != at:
+            return b"".join(text.data for text in texts)
+        at += len(text.data)
+    return memoryview(buffer)[first.start : at]
+
+
 def _parse(texts: list[PlainText], delimiter: str) -> tuple[Any, Any, np.ndarray] | None:
     """The query ids, document ids and scores of the texts, one after the other, or ``None``
     when a line of one of them has other than six fields or a score Arrow refuses."""
@@ -383,7 +528,7 @@ def _parse(texts: list[PlainText], delimiter: str) -> tuple[Any, Any, np.ndarray
     from pyarrow import csv
 
     types = {**dict.fromkeys(_RUN_NAMES, pa.string()), "score": pa.float64()}
-    data = texts[0].data if len(texts) == 1 else b"".join(t.data for t in texts)
+    data = _together(texts)
     try:
         table = csv.read_csv(
             pa.py_buffer(data),
@@ -403,12 +548,18 @@ def _parse(texts: list[PlainText], delimiter: str) -> tuple[Any, Any, np.ndarray
                 check_utf8=False,
             ),
         )
-        qid, docno, values = (table.column(c).combine_chunks() for c in ("qid", "docno", "score"))
     except (pa.ArrowInvalid, pa.ArrowCapacityError):
         return None  # a line of other than six fields, a score that is no number, 2 GB of ids
-    if len(values) != sum(t.lines for t in texts):  # a CR, which Arrow reads as a line end
+    if table.num_rows != sum(t.lines for t in texts):  # a CR, which Arrow reads as a line end
         return None
-    return qid, docno, numbers(values, np.float64) + 0.0  # -0.0 -> 0.0 (C: equal)
+    score = np.empty(table.num_rows, dtype=np.float64)
+    at = 0
+    for chunk in table.column("score").chunks:
+        score[at : at + len(chunk)] = numbers(chunk, np.float64)
+        at += len(chunk)
+    score += 0.0  # -0.0 -> 0.0 (C: equal)
+    # the ids stay in the reader's blocks (chunked arrays): joining them would copy them
+    return table.column("qid"), table.column("docno"), score
 
 
 _MIX = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93)
@@ -422,16 +573,18 @@ def _repeated(keys: np.ndarray) -> np.ndarray:
     (each such key occurs once); the few left are compared exactly (sorted).
     """
     index = np.arange(keys.size)
+    table = np.empty(1 << int(2 * max(keys.size, 1)).bit_length(), dtype=np.int32)
     for multiplier in _MIX:
         if index.size <= 1024:
             break
-        bits = int(4 * index.size).bit_length()  # a table 4 to 8 times larger
-        slot = (keys.astype(np.uint64) * np.uint64(multiplier)) >> np.uint64(64 - bits)
-        slots = slot.astype(np.intp)
-        table = np.empty(1 << bits, dtype=np.intp)
-        table[slots] = np.arange(keys.size)  # one of the entries of each slot
+        bits = int(2 * index.size).bit_length()  # a table 2 to 4 times larger (reused)
+        slots = ((keys.astype(np.uint64) * np.uint64(multiplier)) >> np.uint64(64 - bits)).astype(
+            np.intp
+        )
+        entries = np.arange(keys.size, dtype=np.int32)
+        table[slots] = entries  # one of the entries of each slot
         owner = table[slots]
-        shared = owner != np.arange(keys.size)
+        shared = owner != entries
         shared[owner[shared]] = True  # and the entry it lost to
         keys, index = keys[shared], index[shared]
     order = np.argsort(keys, kind="stable")

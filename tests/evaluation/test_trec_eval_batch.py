@@ -342,3 +342,49 @@ def test_repeated_keys_are_found_exactly():
         values, counts = np.unique(keys, return_counts=True)
         reference = np.flatnonzero(np.isin(keys, values[counts > 1]))
         assert _repeated(keys).tolist() == reference.tolist()
+
+
+def test_files_of_every_kind_read_together_equal_the_strict_reader(tmp_path):
+    """One batch of a space file, a tab file, a file of both, a gzipped one, one without its
+    last line feed and two doubtful ones (a CR, a comment line): every run equals the strict
+    reader's, in the given order, and no file is changed (tabs are made spaces in the
+    reader's copy only)."""
+    rng = random.Random(5)
+    qrels = tmp_path / "qrels"
+    qrels.write_text(
+        "".join(f"{q} 0 d{d} {rng.randint(0, 2)}\n" for q in (1, 2, 10) for d in range(30)),
+        encoding="ascii",
+    )
+
+    def lines(tag: str) -> list[str]:
+        return [
+            f"{q} Q0 d{d} {k} {rng.choice([1.0, 0.5, rng.random()])!r} {tag}"
+            for q in ("10", "1", "2")
+            for k, d in enumerate(rng.sample(range(40), 20), 1)
+        ]
+
+    contents = {
+        "spaces": "\n".join(lines("s")) + "\n",
+        "tabs": "\n".join(line.replace(" ", "\t") for line in lines("t")) + "\n",
+        "both": "\n".join(line.replace(" Q0 ", "\tQ0\t") for line in lines("b")) + "\n",
+        "no-last-feed": "\n".join(lines("n")),
+        "cr": "\r\n".join(lines("c")) + "\r\n",
+        "comment": "# a comment\n" + "\n".join(lines("h")) + "\n",
+    }
+    paths = []
+    for name, content in contents.items():
+        path = tmp_path / name
+        path.write_bytes(content.encode("ascii"))
+        paths.append(path)
+    gz = tmp_path / "gzipped.gz"
+    gz.write_bytes(gzip.compress("\n".join(lines("g")).replace(" ", "\t").encode("ascii")))
+    paths.insert(2, gz)
+    before = {path: path.read_bytes() for path in paths}
+    evaluator = Evaluator(qrels, ALL_MEASURES)
+    expected = [evaluator.per_query(Run.read(path)) for path in paths]
+    for order in (paths, paths[::-1]):
+        results = evaluator.evaluate_many(order)
+        assert [r.name for r in results] == [p.name.removesuffix(".gz") for p in order]
+        assert [r.per_query for r in results] == [expected[paths.index(p)] for p in order]
+        assert [r.tag for r in results] == [Run.read(p).tag for p in order]
+    assert {path: path.read_bytes() for path in paths} == before

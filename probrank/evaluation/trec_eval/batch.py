@@ -12,8 +12,9 @@ document:
   integer keys), the relevance value :meth:`RankedTopic.rank` would give it;
 * each run's topics are ordered by score descending, ties by docno descending: when a file
   already lists every topic's lines together in that order (as most do) only the topics are
-  put in order; else one sort orders every ranking (Arrow compares strings byte by byte, which
-  is ``strcmp``'s order for these NUL-free ASCII ids); scores were read with ``-0.0`` as
+  put in order and the tied lines sorted again; else one sort orders every ranking. Document
+  ids are compared as their ranks among the distinct ids, which Arrow sorts once byte by byte
+  (``strcmp``'s order for these NUL-free ASCII ids); scores were read with ``-0.0`` as
   ``0.0``, which C compares as equal;
 * ``-M`` keeps each ranking's top ``depth``.
 """
@@ -33,6 +34,7 @@ from probrank.data.trec_columns import (
     arrow_strings,
     compute,
     numbers,
+    take,
     valid,
 )
 from probrank.evaluation.trec_eval.ranking import NOT_IN_POOL, JudgedTopic
@@ -126,50 +128,87 @@ def rank_columns(
     code = _positions(batch.qid_values, index.topics)[batch.qid_codes]
     doc = _positions(batch.doc_values, index.docs)[batch.doc_codes]
     run_of = np.repeat(np.arange(len(batch.sizes), dtype=np.int64), batch.sizes)
-    score, docno = batch.score, batch.docno
+    score, doc_codes = batch.score, batch.doc_codes
     keep = code >= 0
     if not keep.all():
         kept = np.flatnonzero(keep)
         code, doc, run_of, score = code[kept], doc[kept], run_of[kept], score[kept]
-        docno = docno.take(arrow_numbers(kept))
+        doc_codes = doc_codes[kept]
     group = run_of * topics + code
-    order = _trec_order(group, score, docno)
-    group, doc, code = group[order], doc[order], code[order]
-    rels = index.lookup(code, doc)
-    starts = np.flatnonzero(np.diff(group, prepend=-1))
-    num_ret = np.diff(starts, append=group.size)
+    order, heads, num_ret = _trec_order(group, score, _DocnoOrder(batch.doc_values, doc_codes))
+    rels = index.lookup(code, doc)[order]
     if depth is not None and int(num_ret.max(initial=0)) > depth:
-        position = np.arange(group.size) - np.repeat(starts, num_ret)
+        starts = np.cumsum(num_ret) - num_ret
+        position = np.arange(rels.size) - np.repeat(starts, num_ret)
         rels = rels[position < depth]
         num_ret = np.minimum(num_ret, depth)
-    row_run, row_code = np.divmod(group[starts], topics)
+    row_run, row_code = np.divmod(heads, topics)
     bounds = np.searchsorted(row_run, np.arange(len(batch.sizes) + 1))
     codes = [row_code[a:b] for a, b in pairwise(bounds.tolist())]
     return codes, rels, num_ret
 
 
-def _trec_order(group: np.ndarray, score: np.ndarray, docno: Any) -> np.ndarray:
-    """`n` int64: the lines ordered by ``group`` ascending, then score descending, then docno
-    descending (Arrow strings).
+class _DocnoOrder:
+    """The lines' document ids, for ordering: as ranks in their descending (``strcmp``) order
+    (the distinct ids, the batch's dictionary, sorted once), or as the strings of a few lines.
+    Arrow compares strings byte by byte, as ``strcmp`` does for these NUL-free ASCII ids.
+
+    Args:
+        values: The distinct document ids (Arrow strings).
+        codes: `n` int64: each line's index into ``values``.
+    """
+
+    def __init__(self, values: Any, codes: np.ndarray):
+        self.values = values
+        self.codes = codes
+        self._rank: np.ndarray | None = None
+
+    def descending(self) -> np.ndarray:
+        """`n` int64 ranks of the lines' document ids: smaller for a larger id."""
+        if self._rank is None:
+            order = _sort_indices([self.values], [("docno", "descending")])
+            self._rank = np.empty(len(self.values), dtype=np.int64)
+            self._rank[order] = np.arange(len(self.values))
+        return self._rank[self.codes]
+
+    def strings(self, lines: np.ndarray) -> Any:
+        """The document ids of ``lines`` (Arrow strings)."""
+        return take(self.values, arrow_numbers(self.codes[lines]))
+
+
+def _trec_order(
+    group: np.ndarray, score: np.ndarray, docno: _DocnoOrder
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The lines ordered by ``group`` ascending, then score descending, then docno descending.
 
     When each group's lines are together with their scores descending (as most files list
-    them), a stable sort of the groups keeps each group's order, and only the lines of tied
+    them), the groups are moved as blocks (no sort of the lines), and only the lines of tied
     scores are sorted again (by docno); else one sort of all three keys.
+
+    Returns:
+        ``(order, heads, sizes)``: `n` int64 line indices in that order, and the groups
+        (ascending) and their sizes (`num_groups` int64 each).
     """
-    if group.size > 1:
-        same = group[1:] == group[:-1]
-        heads = np.sort(group[np.concatenate(([0], np.flatnonzero(~same) + 1))])
-        together = not (heads[1:] == heads[:-1]).any()  # no group in two places
-        if together and not (same & (score[1:] > score[:-1])).any():
-            order = np.argsort(group, kind="stable")
-            if (same & (score[1:] == score[:-1])).any():
-                _sort_ties(order, group[order], score[order], docno)
-            return order
-    keys = [("group", "ascending"), ("score", "descending"), ("docno", "descending")]
-    return _sort_indices([arrow_numbers(group), arrow_numbers(score), docno], keys)
+    same = group[1:] == group[:-1]
+    starts = np.concatenate(([0], np.flatnonzero(~same) + 1)) if group.size else group[:0]
+    keys = group[starts]
+    blocks = np.argsort(keys, kind="stable")
+    heads = keys[blocks]
+    together = not (heads[1:] == heads[:-1]).any()  # no group in two places
+    if together and not (same & (score[1:] > score[:-1])).any():
+        sizes = np.diff(starts, append=group.size)[blocks]
+        moved = starts[blocks] - (np.cumsum(sizes) - sizes)  # (old start - new start)
+        order = np.repeat(moved, sizes) + np.arange(group.size)
+        if (same & (score[1:] == score[:-1])).any():
+            _sort_ties(order, np.repeat(heads, sizes), score[order], docno)
+        return order, heads, sizes
+    order = np.lexsort((docno.descending(), -score, group))
+    ordered = group[order]
+    starts = np.flatnonzero(np.diff(ordered, prepend=-1))
+    return order, ordered[starts], np.diff(starts, append=ordered.size)
 
 
-def _sort_ties(order: np.ndarray, group: np.ndarray, score: np.ndarray, docno: Any) -> None:
+def _sort_ties(order: np.ndarray, group: np.ndarray, score: np.ndarray, docno: _DocnoOrder) -> None:
     """Order each run of equal ``(group, score)`` of the lines ``order`` (in that order) by
     docno descending, in place."""
     tie = (group[1:] == group[:-1]) & (score[1:] == score[:-1])
@@ -178,8 +217,7 @@ def _sort_ties(order: np.ndarray, group: np.ndarray, score: np.ndarray, docno: A
     segment = np.cumsum(np.concatenate(([True], ~tie)))[where]
     lines = order[where]
     keys = [("segment", "ascending"), ("docno", "descending")]
-    ranked = _sort_indices([arrow_numbers(segment), docno.take(arrow_numbers(lines))], keys)
-    order[where] = lines[ranked]
+    order[where] = lines[_sort_indices([arrow_numbers(segment), docno.strings(lines)], keys)]
 
 
 def _sort_indices(columns: list[Any], keys: list[tuple[str, str]]) -> np.ndarray:

@@ -1,9 +1,10 @@
 """Evaluating many runs together: files read in parallel, rankings evaluated in groups.
 
 The runs are taken in groups of about :data:`GROUP_BYTES` of
-files. The files of a group are read on a few threads (gunzipping and Arrow's CSV reader
-release the GIL), each by the compiled reader when it vouches for the file and by the strict
-reader otherwise; then the group's column-read runs are ranked and evaluated at once
+files. The plain files of a group are read one after the other into one buffer and parsed by
+one call of Arrow's CSV reader, gzipped ones gunzipped on a few threads (gunzipping releases
+the GIL), each file by the compiled reader when it vouches for it and by the strict reader
+otherwise; then the group's column-read runs are ranked and evaluated at once
 (:meth:`TrecEvalEngine.per_query_batch`) and its other runs together
 (:meth:`TrecEvalEngine.per_query_many`). Errors keep the order of a loop that reads every file
 first and then evaluates: the first unreadable file (in the given order) is the error, before
@@ -58,11 +59,10 @@ def _load(
     """The runs: plain files read together as one batch (``where[i]``: the index of item
     ``i``'s run in the batch, or ``None``), and the others, read by the strict reader in
     order, or as given (``None`` where the batch holds the item)."""
-    from probrank.data.trec_columns import plain_text, read_batch
+    from probrank.data.trec_columns import plain_texts, read_batch
 
     files = [(i, item) for i, item in enumerate(items) if not isinstance(item, (Run, Mapping))]
-    get = pool.map if pool is not None else map
-    texts = list(get(plain_text, [item for _, item in files]))
+    texts = plain_texts([item for _, item in files], pool)
     plain = [(i, t) for (i, _), t in zip(files, texts, strict=True) if t is not None]
     batch, found = read_batch([t for _, t in plain])
     where: list[int | None] = [None] * len(items)
