@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 
 from probrank.data import Qrels, shared_data_dir
+from probrank.models.pooling import PoolingModelSettings, PoolingPosterior
 from probrank.pooling.simulate import read_runs, simulate
-from probrank.pooling.strategies import StrategyName
+from probrank.pooling.strategies import Bayesian, StrategyName
 
 COLLECTIONS = {
     "dl2021": ("pooling/trec-dl-2021-passage", "qrels.txt", 2),
@@ -72,6 +73,12 @@ def main() -> None:
         action="store_true",
         help="one seed, budgets 1 2 5 10 (overrides --seeds and --budgets)",
     )
+    parser.add_argument(
+        "--posterior",
+        default=PoolingPosterior.LAPLACE.value,
+        choices=[p.value for p in PoolingPosterior],
+        help="the bayesian strategy's relevance posterior (PoolingModelSettings.posterior)",
+    )
     parser.add_argument("--json-out", default=None, help="also write the JSON here")
     args = parser.parse_args()
     if args.quick:
@@ -87,8 +94,11 @@ def main() -> None:
         qrels, runs, level = _load(collection)
         for strategy in args.strategies:
             per_seed = []
+            chosen: Any = strategy
+            if strategy == StrategyName.BAYESIAN.value:
+                chosen = Bayesian(model=PoolingModelSettings(posterior=args.posterior))
             for seed in range(args.seeds):
-                result = simulate(qrels, runs, strategy, budgets, seed=seed, level=level)
+                result = simulate(qrels, runs, chosen, budgets, seed=seed, level=level)
                 per_seed.append(result.budgets)
             for i, budget in enumerate(budgets):
                 results = [seeds[i] for seeds in per_seed]
@@ -120,6 +130,7 @@ def main() -> None:
         "machine": platform.machine(),
         "python": platform.python_version(),
         "seeds": args.seeds,
+        "posterior": args.posterior,
         "rows": rows,
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

@@ -81,7 +81,7 @@ nitpick_ignore_regex = [
         r"sklearn|tqdm|jinja2|sqlite3|pathlib|collections|typing|typing_extensions|argparse|"
         r"logging|concurrent|os|datetime|enum|dataclasses|abc|io|json|random|asyncio|"
         r"contextlib|types|numbers|builtins|re|threading|functools|warnings|math|time|socket|"
-        r"subprocess|nn|dist|starlette|markupsafe)(\..*)?",
+        r"subprocess|nn|dist|starlette|markupsafe|mmap|gzip)(\..*)?",
     ),
     (
         r"py:.*",

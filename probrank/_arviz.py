@@ -19,6 +19,10 @@ summary rounding            2 decimals                         ``"auto"`` (by MC
 ``loo`` fields              ``elpd_loo``, ``p_loo``            ``elpd``, ``p``; refuses fewer
                                                                than 5 tail draws
 ``compare`` columns         ``elpd_loo``, ``p_loo``, ``scale``  ``elpd``, ``p``, ``p_worse``
+PSIS of log weights         ``arviz.psislw(lw, reff)``         ``arviz_stats.base.array_stats.
+                                                               psislw(-lw, r_eff)`` (takes
+                                                               log-likelihoods: minus the log
+                                                               importance ratios)
 PIT-ECDF plot               ``plot_ecdf(..., pit=True)``       arviz-plots' ``plot_ecdf_pit``
 ==========================  =================================  ===============================
 
@@ -81,6 +85,7 @@ __all__ = [
     "is_arviz_data",
     "loo",
     "pit_ecdf_figure",
+    "psis",
     "rhat",
     "summary",
     "to_dataset",
@@ -115,6 +120,7 @@ def build(
     *,
     dims: Mapping[str, Sequence[str]] | None = None,
     coords: Mapping[str, Sequence[Any]] | None = None,
+    attrs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Any:
     """ArviZ data from ``{group: {var: array}}`` through the installed ``arviz.from_dict``.
 
@@ -123,6 +129,8 @@ def build(
             `chains x draws x *shape`, ``observed_data``/``constant_data`` are `*shape`.
         dims: Names of each variable's dims after ``chain`` and ``draw``.
         coords: Coordinates of the named dims.
+        attrs: ``{group: {name: value}}`` added to those groups' attrs (after ArviZ's own;
+            the lines' ``from_dict(attrs=...)`` differ, so they are set afterwards).
 
     Returns:
         ``InferenceData`` (ArviZ 0.x) or ``DataTree`` (1.x), with the non-empty groups.
@@ -134,8 +142,14 @@ def build(
     dim_map = {k: list(v) for k, v in (dims or {}).items()}
     coord_map = {k: list(v) for k, v in (coords or {}).items()}
     if ARVIZ_1:
-        return arviz.from_dict(kept, dims=dim_map, coords=coord_map)
-    return arviz.from_dict(**kept, dims=dim_map, coords=coord_map)
+        data = arviz.from_dict(kept, dims=dim_map, coords=coord_map)
+    else:
+        data = arviz.from_dict(**kept, dims=dim_map, coords=coord_map)
+    for group, values in (attrs or {}).items():
+        if group not in kept:
+            raise InputDataError(f"attrs for {group!r}, a group the data does not hold")
+        data[group].attrs.update(values)
+    return data
 
 
 def is_arviz_data(value: object) -> bool:
@@ -393,6 +407,40 @@ def compare(models: Mapping[str, Any], *, var_name: str | None) -> pd.DataFrame:
         # deprecates (Pandas4Warning); only that message is filtered, only around this call.
         warnings.filterwarnings("ignore", message="The inplace keyword in DataFrame.sort_values")
         return arviz.compare(dict(models), var_name=var_name)
+
+
+def psis(log_weights: np.ndarray, *, reff: float = 1.0) -> tuple[np.ndarray, float]:
+    """Pareto-smoothed importance sampling (Vehtari et al. 2024) of one vector of log
+    importance ratios, by the installed ArviZ.
+
+    ArviZ 0.x: ``arviz.psislw(log_weights, reff)``. ArviZ 1.x has no top-level ``psislw``;
+    arviz-stats' array interface ``array_stats.psislw`` smooths the ratios ``exp(-x)`` of
+    the log-likelihoods ``x`` it is given (as PSIS-LOO needs), so it is called with
+    ``-log_weights``. Both smooth the largest ratios by the fitted generalized Pareto's
+    quantiles, truncate them and normalise.
+
+    Args:
+        log_weights: `n` log importance ratios (any additive constant), finite.
+        reff: Relative efficiency of the draws (1: independent draws).
+
+    Returns:
+        ``(smoothed, k_hat)``: `n` normalised log weights (``logsumexp = 0``) and the Pareto
+        shape estimate (above 0.7: the estimates are unreliable).
+
+    Raises:
+        InputDataError: not a finite vector of at least 2 values.
+    """
+    ratios = np.asarray(log_weights, np.float64)
+    if ratios.ndim != 1 or len(ratios) < 2 or not np.all(np.isfinite(ratios)):
+        raise InputDataError("PSIS needs a finite vector of at least 2 log importance ratios")
+    ratios = ratios - ratios.max()
+    if ARVIZ_1:
+        from arviz_stats.base import array_stats
+
+        smoothed, khat = array_stats.psislw(-ratios, r_eff=reff)
+    else:
+        smoothed, khat = arviz.psislw(ratios, reff=reff)
+    return np.asarray(smoothed, np.float64), float(khat)
 
 
 def to_dataset(arrays: Mapping[str, np.ndarray]) -> xr.Dataset:

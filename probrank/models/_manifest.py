@@ -375,7 +375,13 @@ STATES: dict[str, Node] = {
         optional=frozenset({"width", "num_members", "validation_accuracy", "epochs", "swag"}),
     ),
     "PoolingRelevanceModel": Obj(
-        {"num_runs": _POSITIVE, "num_topics": _POSITIVE, "depth": _POSITIVE}
+        {
+            "num_runs": _POSITIVE,
+            "num_topics": _POSITIVE,
+            "depth": _POSITIVE,
+            "pareto_k": Optional(Num()),
+        },
+        optional=frozenset({"pareto_k"}),
     ),
 }
 """The ``state`` of each model class, as its ``save`` writes it."""

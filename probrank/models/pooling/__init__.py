@@ -3,10 +3,11 @@
 
 * :mod:`~probrank.models.pooling.model`: :class:`PoolingRelevanceModel` (``fit -> self``,
   ``predict``, ``posterior``);
-* :mod:`~probrank.models.pooling.settings`: :class:`PoolingModelSettings`.
+* :mod:`~probrank.models.pooling.settings`: :class:`PoolingModelSettings` and
+  :class:`PoolingPosterior` (the Laplace, or the Laplace corrected by importance sampling).
 """
 
 from probrank.models.pooling.model import PoolingRelevanceModel
-from probrank.models.pooling.settings import PoolingModelSettings
+from probrank.models.pooling.settings import PoolingModelSettings, PoolingPosterior
 
-__all__ = ["PoolingModelSettings", "PoolingRelevanceModel"]
+__all__ = ["PoolingModelSettings", "PoolingPosterior", "PoolingRelevanceModel"]

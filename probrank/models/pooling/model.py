@@ -18,6 +18,18 @@ the previous MAP, so a few Newton steps suffice. Fitted on no items, the "poster
 prior itself (mean 0, the prior precision), so :meth:`~PoolingRelevanceModel.sample_parameters`
 then draws from the prior (prior predictive checks, simulation-based calibration).
 
+The Laplace Gaussian is too narrow where the run effects are weakly identified (the posterior
+is flat-sided and skewed there; models/pooling/README.md, simulation-based calibration). With
+``posterior="laplace-is"`` (:class:`~probrank.models.pooling.settings.PoolingPosterior`) each
+fit corrects it by importance sampling: ``importance_draws`` draws from a multivariate
+Student-t around the MAP (the Laplace covariance times ``proposal_scale^2``, ``proposal_df``
+degrees of freedom), log weights = the exact log posterior (Bernoulli log-likelihood plus the
+Gaussian log-prior, up to a constant) minus the proposal's log density, Pareto-smoothed by the
+installed ArviZ (:func:`probrank._arviz.psis`); :meth:`~PoolingRelevanceModel.sample_parameters`
+then resamples the requested draws from the weighted ones. The Pareto shape ``k``
+(:attr:`~PoolingRelevanceModel.pareto_k`) says how far to trust it: above 0.7 the fit warns
+(:class:`~probrank.exceptions.ConvergenceWarning`).
+
 Like the other model objects it offers ``posterior``, ``to_inference_data`` (ArviZ data of the
 parameters and, given items, of their P(relevant)), ``save(path)`` and
 ``PoolingRelevanceModel.load(path)`` (a folder with a manifest and the Laplace mean and
@@ -27,14 +39,15 @@ factor in safetensors, :mod:`probrank.models._persist`).
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from probrank.exceptions import InputDataError
-from probrank.models.pooling.settings import PoolingModelSettings
+from probrank.exceptions import ConvergenceWarning, InputDataError
+from probrank.models.pooling.settings import PoolingModelSettings, PoolingPosterior
 
 __all__ = ["PoolingRelevanceModel"]
 
@@ -50,13 +63,19 @@ class PoolingRelevanceModel:
             ``w``, retrieved effects ``c``, topic offsets ``a``, topic deviations ``b1_t`` of
             the fused evidence's coefficient, the coefficients ``b1, b2`` of the
             fused evidence, then ``mu_w, mu_c, mu_a``).
-        covariance_factor: Lower Cholesky factor of the Laplace covariance (inverse Hessian).
+        covariance_factor: Lower Cholesky factor of the Hessian at the MAP (the Laplace
+            covariance is its inverse).
+        pareto_k: With ``posterior="laplace-is"``, the Pareto shape estimate of the last fit's
+            importance weights (below 0.5: good, 0.5-0.7: usable, above 0.7: unreliable); None
+            with the plain Laplace or with no items (then the Gaussian is the exact prior).
     """
 
     def __init__(self, settings: PoolingModelSettings | None = None):
         self.settings = settings or PoolingModelSettings()
         self.mean: np.ndarray | None = None
         self.covariance_factor: np.ndarray | None = None
+        self.pareto_k: float | None = None
+        self._importance: tuple[np.ndarray, np.ndarray] | None = None
         self._shape: tuple[int, int, int] | None = None
 
     # ----------------------------------------------------------------- features
@@ -176,12 +195,61 @@ class PoolingRelevanceModel:
         self.mean = theta
         # covariance = hessian^-1 = (L L^T)^-1 = L^-T L^-1: draws are mean + L^-T z
         self.covariance_factor = np.linalg.cholesky(hessian)
+        self.pareto_k = None
+        self._importance = None
+        if self.settings.posterior is PoolingPosterior.LAPLACE_IS and len(labels):
+            self._importance = self._importance_sample(design, labels, precision)
         return self
+
+    def _importance_sample(
+        self, design: np.ndarray, labels: np.ndarray, precision: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Student-t proposal draws around the MAP and their Pareto-smoothed log weights."""
+        from scipy.linalg import solve_triangular
+
+        from probrank import _arviz
+
+        s = self.settings
+        mean, factor = self._fitted()
+        rng = np.random.default_rng(s.importance_seed)
+        size, count, df = len(mean), s.importance_draws, s.proposal_df
+        z = rng.standard_normal((size, count))
+        radius = np.sqrt(rng.chisquare(df, count) / df)  # t = z / radius
+        draws = (mean[:, None] + s.proposal_scale * solve_triangular(factor.T, z / radius)).T
+        # log t density up to a constant: the Mahalanobis distance in the scaled Laplace metric
+        # is |z| / radius
+        log_proposal = -0.5 * (df + size) * np.log1p((z**2).sum(axis=0) / radius**2 / df)
+        log_target = np.empty(count)
+        for start in range(0, count, _CHUNK):
+            chunk = draws[start : start + _CHUNK]
+            eta = design @ chunk.T  # n x chunk
+            loglik = labels @ eta - np.logaddexp(0.0, eta).sum(axis=0)
+            log_target[start : start + _CHUNK] = loglik - 0.5 * np.einsum(
+                "sp,pq,sq->s", chunk, precision, chunk
+            )
+        smoothed, khat = _arviz.psis(log_target - log_proposal)
+        self.pareto_k = khat
+        if khat > 0.7:
+            warnings.warn(
+                f"the importance weights of the pooling model's Laplace correction have Pareto "
+                f"k = {khat:.3g} > 0.7: its draws are unreliable (more importance_draws or a "
+                f"wider proposal_scale may help)",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return draws, smoothed
 
     # ----------------------------------------------------------------- posterior
     def sample_parameters(self, num_samples: int, rng: np.random.Generator) -> np.ndarray:
-        """Draws of the parameters from the Laplace posterior, `num_samples x num_params`."""
+        """Draws of the parameters, `num_samples x num_params`: from the Laplace posterior, or
+        with ``posterior="laplace-is"`` resampled (with replacement) from the fit's
+        importance-weighted draws by their Pareto-smoothed weights."""
         mean, factor = self._fitted()
+        if self._importance is not None:
+            draws, log_weights = self._importance
+            weights = np.exp(log_weights - log_weights.max())
+            picked = rng.choice(len(draws), size=num_samples, p=weights / weights.sum())
+            return draws[picked]
         z = rng.standard_normal((len(mean), num_samples))
         from scipy.linalg import solve_triangular
 
@@ -287,14 +355,15 @@ class PoolingRelevanceModel:
         run_names: Sequence[str] | None = None,
         topic_names: Sequence[str] | None = None,
     ) -> Any:
-        """ArviZ data of the Laplace posterior (one chain).
+        """ArviZ data of the posterior draws (:meth:`sample_parameters`; one chain).
 
         The ``posterior`` group holds the parameters (:meth:`parameter_blocks`; dims ``run``
         for ``w`` and ``c``, ``topic`` for ``a`` and ``b1_topic``, scalars for the rest) and,
         given items, their ``p_rel`` (dim ``item``) from the same parameter draws, so equal
         to :meth:`posterior` with the same ``num_samples`` and ``seed``. Given their labels as
         well, ``observed_data`` and ``log_likelihood`` hold ``rel`` (Bernoulli, per item), for
-        ``loo``.
+        ``loo``. The ``posterior`` group's attrs hold ``pooling_posterior`` (``"laplace"`` or
+        ``"laplace-is"``) and, after an importance-sampling fit, its ``pareto_k``.
 
         Args:
             ranks: Ranks of items in every run, `num_runs x n` (0: unranked), or None.
@@ -318,21 +387,25 @@ class PoolingRelevanceModel:
         num_runs, num_topics, _ = self._checked_shape()
         rng = np.random.default_rng(seed)
         draws = self.sample_parameters(num_samples or self.settings.num_samples, rng)
-        posterior: dict[str, np.ndarray] = {}
-        for name, block in self.parameter_blocks().items():
-            values = draws[:, block]
-            posterior[name] = (values if block.stop - block.start > 1 else values[:, 0])[None]
         dims: dict[str, list[str]] = {"w": ["run"], "c": ["run"]}
         dims |= {"a": ["topic"], "b1_topic": ["topic"]}
+        posterior: dict[str, np.ndarray] = {}
+        for name, block in self.parameter_blocks().items():
+            values = draws[:, block]  # (a vector by its dim, also of one run or one topic)
+            posterior[name] = (values if name in dims else values[:, 0])[None]
         coords: dict[str, list[Any]] = {
             "run": _names(run_names, num_runs, "run_names"),
             "topic": _names(topic_names, num_topics, "topic_names"),
         }
         groups: dict[str, dict[str, np.ndarray]] = {"posterior": posterior}
+        attrs: dict[str, Any] = {"pooling_posterior": self.settings.posterior.value}
+        if self.pareto_k is not None:
+            attrs["pareto_k"] = self.pareto_k
+        group_attrs = {"posterior": attrs}
         if ranks is None or topics is None:
             if ranks is not None or topics is not None or labels is not None:
                 raise InputDataError("give the items' ranks and topics together (labels too)")
-            return _arviz.build(groups, dims=dims, coords=coords)
+            return _arviz.build(groups, dims=dims, coords=coords, attrs=group_attrs)
         ranks, topics = self._items(ranks, topics)
         logits = self.logits(ranks, topics, draws)
         posterior["p_rel"] = _sigmoid(logits)[None]
@@ -346,7 +419,7 @@ class PoolingRelevanceModel:
             groups["observed_data"] = {"rel": rel}
             groups["log_likelihood"] = {"rel": loglik[None]}
             dims["rel"] = ["item"]
-        return _arviz.build(groups, dims=dims, coords=coords)
+        return _arviz.build(groups, dims=dims, coords=coords, attrs=group_attrs)
 
     def _items(self, ranks: np.ndarray, topics: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         num_runs, num_topics, _ = self._checked_shape()
@@ -364,7 +437,8 @@ class PoolingRelevanceModel:
     # ----------------------------------------------------------------- persistence
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Save to a folder (manifest + safetensors; see :mod:`probrank.models._persist`):
-        the settings, the shape (runs, topics, depth) and the Laplace mean and factor.
+        the settings, the shape (runs, topics, depth), the Laplace mean and factor and, after an
+        importance-sampling fit, its weighted draws and their Pareto k.
 
         Returns:
             The folder.
@@ -379,17 +453,26 @@ class PoolingRelevanceModel:
 
         mean, factor = self._fitted()
         num_runs, num_topics, depth = self._checked_shape()
+        tensors = {
+            "laplace": {
+                "mean": torch.from_numpy(mean),
+                "covariance_factor": torch.from_numpy(factor),
+            }
+        }
+        state: dict[str, Any] = {"num_runs": num_runs, "num_topics": num_topics, "depth": depth}
+        if self._importance is not None:
+            draws, log_weights = self._importance
+            tensors["importance"] = {
+                "draws": torch.from_numpy(draws),
+                "log_weights": torch.from_numpy(log_weights),
+            }
+            state["pareto_k"] = self.pareto_k
         return _persist.save_model(
             path,
             model_class=type(self).__name__,
             settings=settings_to_json(self.settings),
-            tensors={
-                "laplace": {
-                    "mean": torch.from_numpy(mean),
-                    "covariance_factor": torch.from_numpy(factor),
-                }
-            },
-            state={"num_runs": num_runs, "num_topics": num_topics, "depth": depth},
+            tensors=tensors,
+            state=state,
             encoder=None,
         )
 
@@ -435,6 +518,27 @@ class PoolingRelevanceModel:
         model._shape = shape
         model.mean = mean.copy()
         model.covariance_factor = factor.copy()
+        importance = tensors.get("importance")
+        if importance is not None:
+            if set(importance) != {"draws", "log_weights"}:
+                raise InputDataError(
+                    "damaged saved model: no importance draws and weights", path=path
+                )
+            draws = importance["draws"].numpy()
+            log_weights = importance["log_weights"].numpy()
+            if (
+                draws.ndim != 2
+                or draws.shape[1] != size
+                or log_weights.shape != (len(draws),)
+                or not (np.isfinite(draws).all() and np.isfinite(log_weights).all())
+            ):
+                raise InputDataError(
+                    f"damaged saved model: importance draws must be finite, n x {size}, with n "
+                    f"finite log weights",
+                    path=path,
+                )
+            model._importance = (draws.copy(), log_weights.copy())
+            model.pareto_k = float(state.get("pareto_k", np.nan))
         return model
 
     def __repr__(self) -> str:
@@ -454,6 +558,8 @@ def _names(names: Sequence[str] | None, count: int, what: str) -> list[Any]:
 
 
 _EPS = 1e-3
+_CHUNK = 250
+"""Proposal draws whose log-likelihood is computed at once (memory: items x this)."""
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:

@@ -4,10 +4,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
-from probrank.models._settings import check_positive, check_positive_int
+from probrank.exceptions import InputDataError
+from probrank.models._settings import check_positive, check_positive_int, set_enum
 
-__all__ = ["PoolingModelSettings"]
+__all__ = ["PoolingModelSettings", "PoolingPosterior"]
+
+
+class PoolingPosterior(str, Enum):
+    """How :meth:`~probrank.models.pooling.PoolingRelevanceModel.sample_parameters` draws."""
+
+    LAPLACE = "laplace"
+    """The Laplace approximation: a Gaussian at the MAP with the inverse Hessian."""
+    LAPLACE_IS = "laplace-is"
+    """The Laplace approximation corrected by importance sampling: ``importance_draws`` from a
+    multivariate Student-t (``proposal_df`` degrees of freedom, the Laplace covariance times
+    ``proposal_scale^2``), weighted by the exact posterior over the proposal density, the
+    weights Pareto-smoothed (PSIS, by the installed ArviZ), and the requested draws resampled
+    from them."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +51,17 @@ class PoolingModelSettings:
             coefficient.
         max_iterations: Newton steps of the MAP fit at most.
         tolerance: Newton stops when the largest step is below this.
-        num_samples: Posterior draws used by ``sample_probabilities`` by default.
+        num_samples: Posterior draws used by ``posterior`` by default.
+        posterior: :class:`PoolingPosterior`: the Laplace Gaussian (``"laplace"``, the
+            model's default) or the Laplace corrected by Pareto-smoothed importance sampling
+            (``"laplace-is"``; not calibrated either where the run effects are weakly
+            identified: its Pareto k exceeds 0.7 there, models/pooling/README.md).
+        importance_draws: With ``"laplace-is"``: proposal draws per fit.
+        proposal_df: With ``"laplace-is"``: degrees of freedom of the Student-t proposal.
+        proposal_scale: With ``"laplace-is"``: the proposal's scale as a multiple of the
+            Laplace standard deviations.
+        importance_seed: With ``"laplace-is"``: seed of the proposal draws of a fit (the
+            same every fit, so a model's draws depend only on its data and the caller's seed).
     """
 
     run_scale: float = 50.0
@@ -47,8 +72,14 @@ class PoolingModelSettings:
     max_iterations: int = 50
     tolerance: float = 1e-7
     num_samples: int = 200
+    posterior: PoolingPosterior = PoolingPosterior.LAPLACE
+    importance_draws: int = 2000
+    proposal_df: float = 4.0
+    proposal_scale: float = 1.0
+    importance_seed: int = 0
 
     def __post_init__(self) -> None:
+        set_enum(self, "posterior", PoolingPosterior)
         for name in (
             "run_scale",
             "retrieved_scale",
@@ -56,7 +87,14 @@ class PoolingModelSettings:
             "hyper_scale",
             "topic_slope_scale",
             "tolerance",
+            "proposal_df",
+            "proposal_scale",
         ):
             check_positive(name, getattr(self, name))
         check_positive_int("max_iterations", self.max_iterations)
         check_positive_int("num_samples", self.num_samples)
+        check_positive_int("importance_draws", self.importance_draws)
+        if isinstance(self.importance_seed, bool) or not isinstance(self.importance_seed, int):
+            raise InputDataError(
+                f"importance_seed must be an integer, got {self.importance_seed!r}"
+            )
