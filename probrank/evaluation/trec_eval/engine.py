@@ -170,7 +170,10 @@ class TrecEvalEngine:
         for rows, chunk in ranked_chunks(flat, num_ret, judged):
             for m, (_, _, spec, level) in enumerate(self._formulas):
                 matrix[m, rows] = row_values(chunk, spec, level)
-        columns = matrix.tolist()
+        # each ranking's values, as a tuple (empty tuples when no measure has a formula)
+        per_ranking: list[tuple[float, ...]] = (
+            list(zip(*matrix.tolist(), strict=True)) if self._formulas else [()] * num_ret.size
+        )
         tables: list[TopicValues] = []
         start = 0
         for run_codes, run_name in zip(codes, names, strict=True):
@@ -183,14 +186,11 @@ class TrecEvalEngine:
                     if row is None:
                         values[qid] = dict(self._missing(qid))
                     else:
-                        values[qid] = {
-                            n: column[row] for n, column in zip(names_, columns, strict=True)
-                        }
+                        values[qid] = dict(zip(names_, per_ranking[row], strict=True))
             else:
+                order = self._order
                 for row, code in enumerate(present, start):
-                    values[self._order[code]] = {
-                        n: column[row] for n, column in zip(names_, columns, strict=True)
-                    }
+                    values[order[code]] = dict(zip(names_, per_ranking[row], strict=True))
             start += len(present)
             if not values:
                 raise InputDataError(
