@@ -14,8 +14,9 @@ served), each round timed on its own:
   their own link, each round's wall time (p50 / p95 / p99) and the throughput; afterwards
   every acknowledged judgement must be in the database exactly once, and no request may fail.
   The annotators' clients run in another process (``--clients process``, the default: like
-  browsers, their Python does not share the server's GIL; the server's CPU milliseconds per
-  judgement are printed too) or as threads of this one (``--clients threads``, as before).
+  browsers, their Python does not share the server's GIL; the server's and the clients' CPU
+  milliseconds per judgement are printed too: both share this machine's cores) or as threads
+  of this one (``--clients threads``, as before).
   The goal at 20 annotators: p95 < 150 ms and at most 3x the p50, no error, each
   acknowledged judgement stored once. The load average is printed with the table: the
   clients share this machine's cores with the server, and so does anything else running.
@@ -60,6 +61,7 @@ from probrank.data.candidates import CandidateList
 from probrank.models.interactive import InteractiveRanker, InteractiveRankerSettings, WarmStart
 from probrank.models.interactive.warmstart import new_net
 from probrank.serve.app import create_app
+from probrank.serve.http import http_protocol
 from probrank.serve.judging import JudgingService, Submission
 from probrank.serve.project import Project
 from probrank.serve.store import Choice, JudgementStore
@@ -241,6 +243,7 @@ def _concurrent(
     row["clients"] = "process" if process else "threads"
     row["judgements_per_s"] = len(together) / run["wall"]
     row["server_cpu_ms"] = 1000 * cpu / len(together) if process and together else None
+    row["client_cpu_ms"] = 1000 * run["cpu"] / len(together) if process and together else None
     row["errors"] = len(run["errors"])
     ids = [jid for k in run["acknowledged"] for jid in k]
     stored = [j.id for j in store.judgements() if j.annotator.startswith(f"x{annotators}-")]
@@ -252,15 +255,12 @@ def _concurrent(
 
 
 def _serve_in_thread(service: JudgingService) -> tuple[Any, threading.Thread, str]:
-    import uvicorn
-
-    from probrank.serve.server import bind
+    """uvicorn in a thread as ``probrank serve`` runs it (:func:`uvicorn_server`: its HTTP
+    protocol, header-read timeout and keep-alive)."""
+    from probrank.serve.server import bind, uvicorn_server
 
     sock = bind("127.0.0.1", 0)
-    config = uvicorn.Config(
-        create_app(service), log_config=None, log_level="warning", access_log=False, lifespan="off"
-    )
-    server = uvicorn.Server(config)
+    server = uvicorn_server(create_app(service))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started:
@@ -405,7 +405,10 @@ def main() -> None:
     if args.client:  # the client process of _client_process: a JSON spec on stdin
         spec = json.load(sys.stdin)
         links = [(str(qid), str(token)) for qid, token in spec["links"]]
-        print(json.dumps(_annotators(spec["base"], links, int(spec["rounds"]))))
+        cpu = time.process_time()
+        result = _annotators(spec["base"], links, int(spec["rounds"]))
+        result["cpu"] = time.process_time() - cpu  # the clients' CPU seconds (not imports)
+        print(json.dumps(result))
         return
     if args.startup:
         seconds = _startup_seconds()
@@ -448,6 +451,7 @@ def main() -> None:
             server.should_exit = True
             thread.join(timeout=30)
             store.close()
+    protocol = "httptools" if "httptools" in http_protocol().__module__ else "h11"
     base_ms = rows[0]["median_ms"]
     for row in rows:
         row["ratio"] = row["median_ms"] / base_ms
@@ -455,19 +459,21 @@ def main() -> None:
     title = (
         f"judgement round, laplace + ei, {n} candidates ({args.data}), {args.threads} thread; "
         f"annotators' clients in {'another process' if args.clients == 'process' else 'threads'}"
-        f"; load average (1 min) {load_before[0]:.2f} before, {load[0]:.2f} after, on "
-        f"{os.cpu_count()} CPUs"
+        f"; HTTP parser {protocol}; load average (1 min) {load_before[0]:.2f} before, "
+        f"{load[0]:.2f} after, on {os.cpu_count()} CPUs"
     )
     print(title)
     print(
         f"{'mode':<10} {'rounds':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} "
-        f"{'ratio':>6} {'judg/s':>7} {'errors':>6} {'stored once':>11} {'server CPU ms':>13}"
+        f"{'ratio':>6} {'judg/s':>7} {'errors':>6} {'stored once':>11} {'server CPU ms':>13} "
+        f"{'client CPU ms':>13}"
     )
     for row in rows:
-        cpu = row.get("server_cpu_ms")
+        cpu, client = row.get("server_cpu_ms"), row.get("client_cpu_ms")
         extra = (
             f" {row['judgements_per_s']:>7.1f} {row['errors']:>6} {row['stored_once']!s:>11}"
             f" {'-' if cpu is None else f'{cpu:.1f}':>13}"
+            f" {'-' if client is None else f'{client:.1f}':>13}"
             if "errors" in row
             else ""
         )
@@ -508,6 +514,7 @@ def main() -> None:
         "strategy": "ei",
         "threads": args.threads,
         "clients": args.clients,
+        "http": protocol,
         "load_average_before": list(load_before),
         "load_average_after": list(load),
         "cpus": os.cpu_count(),

@@ -17,7 +17,8 @@ sessions (step 3, states and rankings) is done one thread at a time, first come 
 (:class:`~probrank.serve.turns.Turns`): threads that computed at once only took turns at the
 GIL at random, which made the tail of many annotators long. A round waiting for its commit's
 fsync (step 2) holds no turn, so the next round computes meanwhile and judgements that arrive
-together are committed together.
+together are committed together; nor does the confidence in the top answer (NumPy draws,
+mostly without the GIL), computed after the turn under the session's lock only.
 
 Sessions are made on first use and rebuilt from the database: the stored answers of that
 annotator on that question that stand (not taken back by an undo) are replayed in commit order
@@ -43,7 +44,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probrank.acquisition.pairs import ExhaustedPairsError
 from probrank.exceptions import InputDataError
@@ -56,6 +57,9 @@ from probrank.serve.project import Project
 from probrank.serve.ranking import Ranking, _ranking, best_probabilities
 from probrank.serve.store import Choice, Judgement, JudgementStore, StaleRoundError
 from probrank.serve.turns import Turns
+
+if TYPE_CHECKING:
+    from gpytorch.distributions import MultivariateNormal
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
@@ -201,6 +205,8 @@ class _Pooled:
 
 
 Key = tuple[str, str]
+_Facts = tuple[tuple[int, int] | None, str, "MultivariateNormal", int]
+"""What a state needs of its session: next pair, why none, posterior, top candidate."""
 
 
 class JudgingService:
@@ -355,15 +361,28 @@ class JudgingService:
             return None, "every pair of this question has been answered"
         return pair, ""
 
-    def _state(self, live: _Live, annotator: str, qid: str) -> RoundState:
+    def _facts(self, live: _Live) -> _Facts:
+        """The next pair (or why none), the posterior and its top candidate: the session's
+        CPU-bound part of a state, computed in a turn."""
+        pair, reason = self._done(live)
+        return pair, reason, live.session.posterior(), live.session.best()
+
+    def _state(
+        self, live: _Live, annotator: str, qid: str, facts: _Facts | None = None
+    ) -> RoundState:
+        """The state after ``live``'s last event, computed once. The caller holds the
+        session's lock and no turn: the facts are computed in a turn (or given by a caller
+        that computed them in its own), the confidence after it (NumPy draws, mostly without
+        the GIL, need no turn: the next round computes meanwhile)."""
         shown = live.shown
         if shown is not None and shown.round == live.events:  # e.g. the page after a POST
             return shown
-        pair, reason = self._done(live)
-        session = live.session
-        probabilities = best_probabilities(session.posterior())
-        top = session.best()
-        n = session.num_candidates
+        if facts is None:
+            with self._turns:
+                facts = self._facts(live)
+        pair, reason, posterior, top = facts
+        probabilities = best_probabilities(posterior)
+        n = live.session.num_candidates
         shown = live.shown = RoundState(
             qid=qid,
             annotator=annotator,
@@ -388,7 +407,7 @@ class JudgingService:
             NotFound: an unknown question.
         """
         self.project.question(qid)
-        with self._locked(annotator, qid) as live, self._turns:
+        with self._locked(annotator, qid) as live:
             return self._state(live, annotator, qid)
 
     # -- the judgement round ------------------------------------------------------------------
@@ -445,7 +464,8 @@ class JudgingService:
                 except BaseException:
                     self._forget(s.annotator, s.qid)  # rebuilt from the database
                     raise
-                return Receipt(stored, False, self._state(live, s.annotator, s.qid))
+                facts = self._facts(live)  # in the same turn
+            return Receipt(stored, False, self._state(live, s.annotator, s.qid, facts))
 
     def _record(self, judgement: Judgement) -> tuple[Judgement, bool]:
         try:
@@ -478,8 +498,7 @@ class JudgingService:
             if earlier is not None:
                 if earlier.choice is not Choice.UNDO or earlier.annotator != annotator:
                     raise Conflict(f"judgement id {jid!r} was used for another answer already")
-                with self._turns:
-                    return Receipt(earlier, True, self._state(live, annotator, qid))
+                return Receipt(earlier, True, self._state(live, annotator, qid))
             if round != live.events:
                 raise Conflict(
                     "this page is out of date (another tab?); reload it before taking an "
@@ -506,15 +525,13 @@ class JudgingService:
             fresh = self._build(annotator, qid)
             with fresh.lock:
                 self._insert((annotator, qid), fresh)
-                with self._turns:
-                    return Receipt(stored, False, self._state(fresh, annotator, qid))
+                return Receipt(stored, False, self._state(fresh, annotator, qid))
 
     def _again(self, live: _Live, earlier: Judgement, s: Submission) -> Receipt:
         candidate = Judgement(s.id, s.annotator, s.qid, s.round, s.left, s.right, "", "", s.choice)
         if not earlier.same_answer(candidate):  # another round, session or choice
             raise Conflict(f"judgement id {s.id!r} was used for another answer already")
-        with self._turns:
-            return Receipt(earlier, True, self._state(live, s.annotator, s.qid))
+        return Receipt(earlier, True, self._state(live, s.annotator, s.qid))
 
     # -- rankings -----------------------------------------------------------------------------
 

@@ -30,6 +30,11 @@ def _noise(draws: int, n: int) -> np.ndarray:
 def best_probabilities(posterior: MultivariateNormal, *, draws: int = 2000) -> list[float]:
     """Monte Carlo probability that each candidate has the highest utility.
 
+    The joint draws are ``mean + L z`` with ``z`` the fixed standard normal draws of seed 0
+    and ``L`` the Cholesky factor of the covariance (its symmetric square root, from an
+    eigendecomposition, when the covariance is only positive semi-definite). It is computed
+    once per judgement, for the confidence the judging page shows.
+
     Args:
         posterior: Joint posterior over `n` candidates.
         draws: Joint draws (seeded: the same posterior gives the same numbers).
@@ -39,11 +44,15 @@ def best_probabilities(posterior: MultivariateNormal, *, draws: int = 2000) -> l
     """
     mean = posterior.mean.detach().to(torch.float64).reshape(-1).cpu().numpy()
     covariance = posterior.covariance_matrix.detach().to(torch.float64).cpu().numpy()
-    values, vectors = np.linalg.eigh((covariance + covariance.T) / 2)
-    root = vectors * np.sqrt(np.clip(values, 0.0, None))
-    noise = _noise(draws, mean.shape[0])
-    winners = (mean + noise @ root.T).argmax(axis=1)
-    counts = np.bincount(winners, minlength=mean.shape[0])
+    covariance = (covariance + covariance.T) / 2
+    try:
+        root = np.linalg.cholesky(covariance)
+    except np.linalg.LinAlgError:  # singular (e.g. sample-based): a PSD square root
+        values, vectors = np.linalg.eigh(covariance)
+        root = vectors * np.sqrt(np.clip(values, 0.0, None))
+    utilities = _noise(draws, mean.shape[0]) @ root.T
+    utilities += mean
+    counts = np.bincount(utilities.argmax(axis=1), minlength=mean.shape[0])
     return [float(c) / draws for c in counts]
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 from gpytorch.distributions import MultivariateNormal
+from linear_operator.operators import DenseLinearOperator
 
 from probrank.exceptions import InputDataError
 from probrank.models.interactive import InteractiveRanker, InteractiveRankerSettings, WarmStart
@@ -285,6 +286,33 @@ def test_consistent_judgements_put_the_preferred_answer_first(service: JudgingSe
     assert service.state("ann", "q2").top == 0
 
 
+def test_the_confidence_is_drawn_outside_the_cpu_turn(
+    service: JudgingService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state's pair, posterior and top are computed in a turn (the round's turn, for a
+    POST); its confidence (NumPy draws) after it, under the session's lock only; a state
+    computed already is answered without a turn."""
+    from probrank.serve import judging
+
+    held: list[tuple[int, bool]] = []
+    real = judging.best_probabilities
+
+    def spy(posterior):  # type: ignore[no-untyped-def]
+        live = service._live[("ann", "q1")]
+        held.append((service._turns._holders, live.lock.locked()))
+        return real(posterior)
+
+    monkeypatch.setattr(judging, "best_probabilities", spy)
+    first = service.state("ann", "q1")
+    receipt = _answer(service, "ann", "q1")
+    assert held == [(0, True), (0, True)]  # no turn held, the session locked
+    acquire = service._turns.acquire
+    monkeypatch.setattr(service._turns, "acquire", lambda: pytest.fail("a turn was taken"))
+    assert service.state("ann", "q1") == receipt.state  # the page after the POST
+    monkeypatch.setattr(service._turns, "acquire", acquire)
+    assert 0.0 < first.confidence <= 1.0 and len(held) == 2
+
+
 def test_best_probabilities() -> None:
     clear = MultivariateNormal(torch.tensor([0.0, 6.0, 0.5]), torch.eye(3))
     probabilities = best_probabilities(clear)
@@ -297,6 +325,12 @@ def test_best_probabilities() -> None:
     covariance = torch.ones(2, 2, dtype=torch.float64) + 1e-8 * torch.eye(2, dtype=torch.float64)
     tied = MultivariateNormal(torch.tensor([0.0, 0.1], dtype=torch.float64), covariance)
     assert best_probabilities(tied)[1] > 0.99
+    # singular (no Cholesky factor): the eigendecomposition's square root is used instead
+    singular = MultivariateNormal(
+        torch.tensor([0.0, 0.1], dtype=torch.float64),
+        DenseLinearOperator(torch.ones(2, 2, dtype=torch.float64)),
+    )
+    assert best_probabilities(singular) == [0.0, 1.0]
 
 
 @pytest.mark.parametrize("name", ["ann", "Zoë", "a.b-c_d@lab", "x" * 40])

@@ -341,7 +341,7 @@ def test_serve_leaves_logging_as_it_found_it(
 CLOSED_CAPTURE_SEQUENCE = [
     "tests/interactive/test_neural_sessions.py::test_fast_rouge_l_equals_rouge_score",
     "tests/serve/test_server.py::test_command_line_errors_are_one_line",
-    "tests/serve/test_server.py::test_connections_without_headers_are_closed",
+    "tests/serve/test_server.py::test_connections_without_headers_are_closed[h11]",
 ]
 """Issue 31's reproduction: rouge-score imports absl, whose handler holds the ``sys.stderr`` of
 import time (pytest's capture file on a worker); a ``dictConfig`` from the serve tests closed
@@ -367,17 +367,20 @@ def test_the_closed_capture_sequence_passes() -> None:
     assert "3 passed" in done.stdout and "closed file" not in done.stdout, tail
 
 
-def test_connections_without_headers_are_closed(service) -> None:
+@pytest.mark.parametrize("parser", ["h11", "httptools"])
+def test_connections_without_headers_are_closed(service, parser: str) -> None:
     import uvicorn
 
     from probrank.serve.app import create_app, header_timeout_protocol
     from probrank.serve.server import bind
 
+    if parser == "httptools":
+        pytest.importorskip("httptools")
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     config = uvicorn.Config(
         create_app(service), log_config=None, log_level="warning", lifespan="off",
-        http=header_timeout_protocol(0.5), timeout_keep_alive=5,
+        http=header_timeout_protocol(0.5, parser), timeout_keep_alive=5,
     )  # fmt: skip
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -403,6 +406,27 @@ def test_connections_without_headers_are_closed(service) -> None:
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+def test_the_http_parser_is_httptools_when_installed() -> None:
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    from probrank.serve.http import header_timeout_protocol, http_protocol
+
+    assert http_protocol("h11") is H11Protocol
+    try:
+        import httptools  # noqa: F401
+    except ImportError:
+        assert http_protocol() is H11Protocol
+        with pytest.raises(ImportError):
+            http_protocol("httptools")
+    else:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+        assert http_protocol() is HttpToolsProtocol
+    assert issubclass(header_timeout_protocol(1.0), http_protocol())
+    with pytest.raises(ValueError, match="unknown HTTP protocol"):
+        http_protocol("h2")
 
 
 def test_the_preparation_reads_the_serve_settings() -> None:

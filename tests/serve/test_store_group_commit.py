@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,104 @@ def test_a_refused_judgement_of_a_new_annotator_leaves_no_annotator(tmp_path: Pa
         assert store.annotators() == ["ann"] and store.count() == 1
         store.record(_judgement("eve-0", "eve", 0))
         assert store.annotators() == ["ann", "eve"] and store.count() == 2
+
+
+class _Batches:
+    """``store._commit`` spied on: the first commit is held (before it writes) until
+    :meth:`release`; every batch's ids are recorded, with the time its commit returned."""
+
+    def __init__(self, store: JudgementStore) -> None:
+        self.real = store._commit
+        self.ids: list[list[str]] = []
+        self.ended: list[float] = []
+        self.started = threading.Event()
+        self.go = threading.Event()
+        store._commit = self  # type: ignore[method-assign]
+
+    def __call__(self, batch) -> None:  # type: ignore[no-untyped-def]
+        self.ids.append([entry.judgement.id for entry in batch])
+        if len(self.ids) == 1:
+            self.started.set()
+            assert self.go.wait(30)
+        try:
+            self.real(batch)
+        finally:
+            self.ended.append(time.perf_counter())
+
+    def release(self) -> None:
+        self.go.set()
+
+
+def _recording(store: JudgementStore, judgement: Judgement, out: dict[str, object]) -> None:
+    try:
+        out[judgement.id] = (store.record(judgement), time.perf_counter())
+    except Exception as exc:
+        out[judgement.id] = (exc, time.perf_counter())
+
+
+def _behind_a_commit(store: JudgementStore, later: list[Judgement]) -> tuple[_Batches, dict]:
+    """A first judgement committing (held), then ``later`` recorded by threads of their own while it
+    is held: each of them waits, queued; then the first commit is let go."""
+    batches = _Batches(store)
+    out: dict[str, object] = {}
+    first = threading.Thread(target=_recording, args=(store, _judgement("first", "a0", 0), out))
+    first.start()
+    assert batches.started.wait(30)
+    threads = [threading.Thread(target=_recording, args=(store, j, out)) for j in later]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 30
+    while len(store._queue) < len(later) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert len(store._queue) == len(later)  # all queued behind the commit in flight
+    time.sleep(0.05)
+    assert out == {}  # nobody acknowledged while the first commit is in flight
+    batches.release()
+    for thread in [first, *threads]:
+        thread.join(30)
+    return batches, out
+
+
+def test_judgements_arriving_during_a_commit_are_committed_together(tmp_path: Path) -> None:
+    """Group commit: the judgements that arrive while a commit is in flight are written by
+    the next one, in one transaction (one fsync), and each is acknowledged only after it."""
+    with JudgementStore(tmp_path / "j.sqlite") as store:
+        later = [_judgement(f"later-{k}", f"a{k + 1}", 0) for k in range(5)]
+        batches, out = _behind_a_commit(store, later)
+        assert batches.ids == [["first"], [j.id for j in later]]  # arrival order, one batch
+        for judgement in later:
+            (stored, created), returned = out[judgement.id]  # type: ignore[misc]
+            assert created and stored.id == judgement.id
+            assert returned >= batches.ended[1]  # acknowledged after its commit returned
+        assert out["first"][1] >= batches.ended[0]  # type: ignore[index]
+        assert store.count() == 6
+        assert [j.id for j in store.judgements()] == ["first", *[j.id for j in later]]
+
+
+def test_a_failed_group_commit_acknowledges_and_stores_none_of_its_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One failure in a group's commit: the whole transaction is rolled back, every
+    judgement of the group gets the error (none acknowledged, none stored); the commit before
+    stands, and the next one works."""
+    with JudgementStore(tmp_path / "j.sqlite") as store:
+        real = store._stage
+
+        def failing(entry):  # type: ignore[no-untyped-def]
+            stored = real(entry)
+            if entry.judgement.id == "later-3":
+                raise sqlite3.OperationalError("disk I/O error")
+            return stored
+
+        monkeypatch.setattr(store, "_stage", failing)
+        later = [_judgement(f"later-{k}", f"a{k + 1}", 0) for k in range(5)]
+        batches, out = _behind_a_commit(store, later)
+        assert batches.ids[1] == [j.id for j in later]
+        for judgement in later:
+            error, _ = out[judgement.id]  # type: ignore[misc]
+            assert isinstance(error, sqlite3.OperationalError)
+        assert [j.id for j in store.judgements()] == ["first"]
+        assert store.annotators() == ["a0"]  # the group's new annotators rolled back too
+        monkeypatch.setattr(store, "_stage", real)
+        stored, created = store.record(later[0])
+        assert created and store.judgements() == [store.get("first"), stored]
