@@ -459,6 +459,18 @@ class _Pages:
 
     # -- open routes and fallbacks ----------------------------------------------------------
 
+    def application(self, routes: list[Route]) -> Starlette:
+        """The ASGI application of the pages' ``routes``, with the routes every mode has (the
+        static files and ``/health``, open) and the error pages."""
+        return Starlette(
+            routes=[
+                *routes,
+                Route("/static/{name}", self.open(self.static), methods=["GET"]),
+                Route("/health", self.open(self.health), methods=["GET"]),
+            ],
+            exception_handlers={HTTPException: self.http_error, Exception: self.server_error},
+        )
+
     async def static(self, request: Request) -> Response:
         name = request.path_params["name"]
         if name not in self.STATIC:
@@ -537,10 +549,5 @@ def create_app(
         Route("/export.jsonl", guarded(pages.export_jsonl), methods=["GET"]),
         Route("/export.csv", guarded(pages.export_csv), methods=["GET"]),
         Route("/export.prefs", guarded(pages.export_prefs), methods=["GET"]),
-        Route("/static/{name}", pages.open(pages.static), methods=["GET"]),
-        Route("/health", pages.open(pages.health), methods=["GET"]),
     ]
-    return Starlette(
-        routes=routes,
-        exception_handlers={HTTPException: pages.http_error, Exception: pages.server_error},
-    )
+    return pages.application(routes)

@@ -29,7 +29,6 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
@@ -227,10 +226,5 @@ def create_pool_app(
         Route("/admin", guarded(pages.admin_page), methods=["GET"]),
         Route("/export.qrels", guarded(pages.export_qrels), methods=["GET"]),
         Route("/export.jsonl", guarded(pages.export_pool_jsonl), methods=["GET"]),
-        Route("/static/{name}", pages.open(pages.static), methods=["GET"]),
-        Route("/health", pages.open(pages.health), methods=["GET"]),
     ]
-    return Starlette(
-        routes=routes,
-        exception_handlers={HTTPException: pages.http_error, Exception: pages.server_error},
-    )
+    return pages.application(routes)

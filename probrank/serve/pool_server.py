@@ -16,7 +16,6 @@ pooling strategies need no torch and start in milliseconds):
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import sys
 from dataclasses import dataclass
@@ -81,6 +80,7 @@ def serve_pool(options: PoolServeSettings, *, out: TextIO | None = None) -> None
         _read_instructions,
         _remove,
         _say,
+        _say_access,
         bind,
         url_of,
         uvicorn_logging_kept,
@@ -120,12 +120,7 @@ def serve_pool(options: PoolServeSettings, *, out: TextIO | None = None) -> None
                       f"{options.depth}): {len(topics)} topics, {documents} documents; "
                       f"strategy {strategy.name.value}; database {os.fspath(store.path)} "
                       f"({store.count()} judgements stored)")  # fmt: skip
-            if not ipaddress.ip_address(sock.getsockname()[0]).is_loopback:
-                _say(out, "probrank serve: listening beyond this machine: anyone who has a "
-                          "link with its token can use it")  # fmt: skip
-            _say(out, f"probrank serve: annotators' links: probrank annotators add NAME "
-                      f"--db {db} (links on {url_of(sock, '')}; --url for another "
-                      "address)")  # fmt: skip
+            _say_access(out, sock, db)
             _say(out, f"probrank serve: qrels: {url_of(sock, '/export.qrels', admin)}")
             _say(out, f"probrank serve: open {url_of(sock, '/admin', admin)}")
             server.run(sockets=[sock])

@@ -29,7 +29,7 @@ from typing import Any
 
 from probrank.exceptions import InputDataError
 from probrank.serve.schema import open_database
-from probrank.serve.store import JudgementStore, StaleRoundError
+from probrank.serve.store import JudgementStore, StaleRoundError, count_table
 
 __all__ = ["AlreadyJudged", "PoolJudgement", "PoolStore", "qrels_lines"]
 
@@ -295,16 +295,12 @@ class PoolStore:
 
     def counts(self) -> dict[str, dict[str, int]]:
         """Answers that stand per annotator (every registered one) and topic."""
+        grouped = (
+            f"SELECT j.annotator, j.qid, COUNT(*) FROM pool_judgements j WHERE {_LIVE}"
+            " GROUP BY j.annotator, j.qid"
+        )
         with self._read_lock:
-            names = self._reader.execute("SELECT name FROM annotators ORDER BY created, name")
-            table: dict[str, dict[str, int]] = {str(name): {} for (name,) in names.fetchall()}
-            rows = self._reader.execute(
-                f"SELECT j.annotator, j.qid, COUNT(*) FROM pool_judgements j WHERE {_LIVE}"
-                " GROUP BY j.annotator, j.qid"
-            ).fetchall()
-        for name, qid, count in rows:
-            table.setdefault(str(name), {})[str(qid)] = int(count)
-        return table
+            return count_table(self._reader, grouped)
 
     def count(self) -> int:
         """Number of stored events (answers and undo events)."""

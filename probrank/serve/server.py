@@ -154,6 +154,17 @@ def _say(out: TextIO, text: str) -> None:
     out.flush()
 
 
+def _say_access(out: TextIO, sock: socket.socket, db: Path) -> None:
+    """The lines every mode prints on start: a warning when the socket listens beyond this
+    machine, and how annotators get their links."""
+    if not ipaddress.ip_address(sock.getsockname()[0]).is_loopback:
+        _say(out, "probrank serve: listening beyond this machine: anyone who has a "
+                  "link with its token can use it")  # fmt: skip
+    _say(out, f"probrank serve: annotators' links: probrank annotators add NAME "
+              f"--db {db} (links on {url_of(sock, '')}; --url for another "
+              "address)")  # fmt: skip
+
+
 def _check_model(model: str) -> None:
     """A saved ranker's folder (its manifest read as JSON; the weights load later)."""
     folder = Path(model)
@@ -242,12 +253,7 @@ def serve(options: ServeSettings, *, out: TextIO | None = None) -> None:
             _say(out, f"probrank serve: {len(questions)} questions from {source}; database "
                       f"{os.fspath(store.path)} ({stored} answers stored; sessions are rebuilt "
                       "from them on first use); preparing the model in the background")  # fmt: skip
-            if not ipaddress.ip_address(sock.getsockname()[0]).is_loopback:
-                _say(out, "probrank serve: listening beyond this machine: anyone who has a "
-                          "link with its token can use it")  # fmt: skip
-            _say(out, f"probrank serve: annotators' links: probrank annotators add NAME "
-                      f"--db {db} (links on {url_of(sock, '')}; --url for another "
-                      "address)")  # fmt: skip
+            _say_access(out, sock, db)
             _say(out, f"probrank serve: open {url_of(sock, '/admin', admin)}")
             thread = threading.Thread(
                 target=prepare, args=(options, questions, source, store, preparation),

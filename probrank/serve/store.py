@@ -48,7 +48,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: no advisory locks
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["Choice", "Judgement", "JudgementStore", "StaleRoundError"]
+__all__ = ["Choice", "Judgement", "JudgementStore", "StaleRoundError", "count_table"]
 
 _COLUMNS = (
     "j.seq, j.id, j.annotator, j.qid, j.round, j.left_index, j.right_index, j.left_id, "
@@ -161,6 +161,25 @@ class Judgement:
 
 class StaleRoundError(InputDataError):
     """Another answer to the same round of the same session is stored already."""
+
+
+def count_table(
+    reader: sqlite3.Connection,
+    grouped: str,
+    values: tuple[Any, ...] = (),
+    *,
+    every_annotator: bool = True,
+) -> dict[str, dict[str, int]]:
+    """``{annotator: {qid: count}}`` from ``grouped``, a query of ``(annotator, qid, count)``
+    rows; with ``every_annotator``, every registered annotator is a key (in the order they
+    were added), also one with no row."""
+    table: dict[str, dict[str, int]] = {}
+    if every_annotator:
+        names = reader.execute("SELECT name FROM annotators ORDER BY created, name")
+        table = {str(name): {} for (name,) in names.fetchall()}
+    for name, qid, count in reader.execute(grouped, values).fetchall():
+        table.setdefault(str(name), {})[str(qid)] = int(count)
+    return table
 
 
 def _filters(qid: str | None, annotator: str | None) -> tuple[str, list[Any]]:
@@ -536,19 +555,12 @@ class JudgementStore:
         """Per annotator (every registered one, or ``annotator`` only), answers that stand
         per question (one grouped, indexed query)."""
         where, values = ("", ()) if annotator is None else (" AND j.annotator = ?", (annotator,))
+        grouped = (
+            f"SELECT j.annotator, j.qid, COUNT(*) FROM judgements j WHERE {_LIVE}{where}"
+            " GROUP BY j.annotator, j.qid"
+        )
         with self._read_lock:
-            table: dict[str, dict[str, int]] = {}
-            if annotator is None:
-                names = self._reader.execute("SELECT name FROM annotators ORDER BY created, name")
-                table = {str(name): {} for (name,) in names.fetchall()}
-            rows = self._reader.execute(
-                f"SELECT j.annotator, j.qid, COUNT(*) FROM judgements j WHERE {_LIVE}{where}"
-                " GROUP BY j.annotator, j.qid",
-                values,
-            ).fetchall()
-        for name, qid, count in rows:
-            table.setdefault(str(name), {})[str(qid)] = int(count)
-        return table
+            return count_table(self._reader, grouped, values, every_annotator=annotator is None)
 
     def count(self) -> int:
         """Number of stored events (answers and undo events)."""
