@@ -2,7 +2,8 @@
 update + next pair, with the last-layer Laplace posterior and EI pair selection.
 
 Four measurements in one process, on a temporary database (WAL, ``synchronous=FULL``, as
-served), each round timed on its own:
+served), the start-up's objects frozen out of the garbage collector as ``probrank serve``
+freezes them once prepared (:mod:`probrank.serve.heap`), each round timed on its own:
 
 * ``session``: the bare ``InteractiveSession`` round (``record`` + ``next_pair``), nothing
   stored: the baseline of the ratio column;
@@ -61,6 +62,7 @@ from probrank.data.candidates import CandidateList
 from probrank.models.interactive import InteractiveRanker, InteractiveRankerSettings, WarmStart
 from probrank.models.interactive.warmstart import new_net
 from probrank.serve.app import create_app
+from probrank.serve.heap import freeze_startup_objects, heap_thawed_on_exit
 from probrank.serve.http import http_protocol
 from probrank.serve.judging import JudgingService, Submission
 from probrank.serve.project import Project
@@ -424,10 +426,11 @@ def main() -> None:
         lists, features, ranker = _synthetic(args.candidates, max(args.annotators) + 2)
     else:
         lists, features, ranker = _liveqa()
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, heap_thawed_on_exit():
         store = JudgementStore(Path(folder) / "bench.sqlite")
         project = Project(lists, ranker, source=args.data, features=features)
         service = JudgingService(project, store)
+        freeze_startup_objects()  # as `probrank serve` does once prepared (serve.heap)
         qids = [item.qid for item in lists]
         n = len(lists[0])
         rounds = min(args.rounds, n * (n - 1) // 2)

@@ -71,6 +71,7 @@ def serve_pool(options: PoolServeSettings, *, out: TextIO | None = None) -> None
             found before anything is written, or a database made for other topics.
     """
     from probrank.pooling.strategies import make_strategy
+    from probrank.serve.heap import freeze_startup_objects, heap_thawed_on_exit
     from probrank.serve.pool_app import create_pool_app
     from probrank.serve.pool_judging import PoolService
     from probrank.serve.pool_source import load_pool_topics
@@ -109,7 +110,7 @@ def serve_pool(options: PoolServeSettings, *, out: TextIO | None = None) -> None
             if empty:  # made by this run for nothing: leave no file behind
                 _remove(store.base)
             raise
-        with store, uvicorn_logging_kept():
+        with store, uvicorn_logging_kept(), heap_thawed_on_exit():
             admin = store.base.issue_admin_token()
             store.base.announce_url(url_of(sock, ""))
             app = create_pool_app(service, instructions=instructions, depth=options.depth)
@@ -123,6 +124,7 @@ def serve_pool(options: PoolServeSettings, *, out: TextIO | None = None) -> None
             _say_access(out, sock, db)
             _say(out, f"probrank serve: qrels: {url_of(sock, '/export.qrels', admin)}")
             _say(out, f"probrank serve: open {url_of(sock, '/admin', admin)}")
+            freeze_startup_objects()  # the pool and the model: out of every collection
             server.run(sockets=[sock])
     finally:
         sock.close()

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from probrank.exceptions import InputDataError
+from probrank.serve.heap import heap_thawed_on_exit
 from probrank.serve.limits import DEFAULT_MAX_SESSIONS
 from probrank.serve.settings import DEFAULT_DB, DEFAULT_PORT, ServeSettings
 
@@ -234,7 +235,7 @@ def serve(options: ServeSettings, *, out: TextIO | None = None) -> None:
     sock = bind(options.host, options.port)
     failure: list[BaseException] = []
     try:
-        with JudgementStore(db) as store, uvicorn_logging_kept():
+        with JudgementStore(db) as store, uvicorn_logging_kept(), heap_thawed_on_exit():
             admin = store.issue_admin_token()
             store.announce_url(url_of(sock, ""))  # `annotators add` without --url uses it
             preparation = Preparation(questions)

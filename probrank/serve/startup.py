@@ -5,7 +5,9 @@ its error); :func:`prepare` does the work in a thread after the server has bound
 and printed its links: loading torch and the saved ranker (or warm-starting a new one on
 MEDIQA, through the on-disk caches), checking the database's project identity, making the
 :class:`~probrank.serve.judging.JudgingService`; then, with the pages already served, encoding
-every question's features (a question opened earlier is encoded on its first request).
+every question's features (a question opened earlier is encoded on its first request); then
+the objects built so far are frozen out of the garbage collector's full collections
+(:mod:`probrank.serve.heap`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from probrank.data.candidates import CandidateList
+from probrank.serve.heap import freeze_startup_objects
 
 if TYPE_CHECKING:
     from probrank.serve.judging import JudgingService
@@ -157,3 +160,4 @@ def prepare(
             project.features(item.qid)
         except Exception as exc:
             _log.warning("question %r could not be encoded: %s", item.qid, exc)
+    freeze_startup_objects()  # what start-up built stays out of every collection

@@ -1,0 +1,66 @@
+"""The server's start-up objects are frozen out of the garbage collector's full collections
+(:mod:`probrank.serve.heap`), and given back when the server stops."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+from probrank.serve.heap import freeze_startup_objects, heap_thawed_on_exit
+
+
+class _Node:
+    """A container the cyclic collector tracks."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def _tracked(obj: object) -> bool:
+    return any(o is obj for o in gc.get_objects())
+
+
+def test_frozen_objects_leave_the_collections_and_come_back_on_exit() -> None:
+    assert gc.get_freeze_count() == 0
+    node = _Node()
+    with heap_thawed_on_exit():
+        freeze_startup_objects()
+        assert gc.get_freeze_count() > 0
+        assert not _tracked(node)  # in the permanent generation: no collection walks it
+        later = _Node()
+        assert _tracked(later)  # made after the freeze: collected as usual
+    assert gc.get_freeze_count() == 0
+    assert _tracked(node)
+
+
+def test_a_process_that_froze_objects_itself_keeps_them_frozen() -> None:
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        with heap_thawed_on_exit():
+            freeze_startup_objects()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
+def test_the_preparation_freezes_what_it_built(
+    tmp_path: Path, questions_file: Path, serve_model: Path
+) -> None:
+    from probrank.serve.server import _questions
+    from probrank.serve.settings import ServeSettings
+    from probrank.serve.startup import Preparation, prepare
+    from probrank.serve.store import JudgementStore
+
+    options = ServeSettings(
+        data=str(questions_file), model=str(serve_model), db=str(tmp_path / "x.sqlite")
+    )
+    questions, source = _questions(options)
+    assert gc.get_freeze_count() == 0
+    with JudgementStore(tmp_path / "x.sqlite") as store, heap_thawed_on_exit():
+        preparation = Preparation(questions)
+        prepare(options, questions, source, store, preparation)
+        assert preparation.service is not None
+        assert gc.get_freeze_count() > 0
+        assert not _tracked(preparation.service)
+    assert gc.get_freeze_count() == 0
