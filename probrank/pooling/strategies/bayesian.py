@@ -352,7 +352,8 @@ class BayesianSelector(Selector):
             weights = pair_weights(draws["map"] if draws is not None else None, pool.num_runs)
             laplacian = np.diag(weights.sum(axis=1)) - weights
             spread = np.einsum("rn,rn->n", sensitivity, laplacian @ sensitivity)
-            score = variance * np.maximum(spread, 0.0)
+            # judged items: -inf (not -inf x 0 = nan where their spread is 0)
+            score = np.where(judged, -np.inf, probs * (1.0 - probs) * np.maximum(spread, 0.0))
             share = self.strategy.calibration_share
         quota = _equal_shares(
             k,

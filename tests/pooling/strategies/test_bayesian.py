@@ -81,6 +81,7 @@ def test_explore_share_draws_unjudged_documents_reproducibly() -> None:
     assert proposals[0] == proposals[1]
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no nan scores (judged: -inf)
 @pytest.mark.parametrize("acquisition", list(Acquisition))
 def test_bayesian_strategy_proposes_unjudged_batches(acquisition: Acquisition) -> None:
     qrels, runs = synthetic_collection(seed=2)

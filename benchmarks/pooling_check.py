@@ -1,0 +1,169 @@
+"""Where the ``bayesian`` pooling strategy's relevance model is wrong: a posterior predictive
+check of the unjudged documents by stratum, and the sign of its MAP errors.
+
+The strategy simulates judging the depth-100 pool of a collection of ``benchmarks/pooling.py``
+up to ``--budget`` (a share of the pool; ``--seeds`` seeds); then the relevance model is fitted
+on the judgements (as the strategy's estimates use it) and, per stratum of the unjudged
+documents, the relevant documents it expects (the sum of its P(relevant) at the MAP) are set
+beside those the full qrels hold, with the judged documents of the stratum and their relevant
+ones (what the model learnt from). Strata: the best rank over the runs, by doubling of the
+depth (``1``, ``2``, ``3-4``, ..., ``65-100``), and the number of runs that rank the document.
+Last, the runs' MAP: the mean signed error of the estimates (estimate - truth), the share of
+runs estimated too low, the mean half-width of the 90% intervals and their coverage. Sums and
+means over seeds. Prints the tables, then one JSON object.
+
+Run: ``.venv/bin/python benchmarks/pooling_check.py [--collections dl2021 robust03]
+[--budget 5] [--seeds 1]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from pooling import COLLECTIONS, _load
+
+from probrank.pooling.simulate import simulate
+from probrank.pooling.strategies.bayesian import fit_relevance
+
+RUN_EDGES = (0, 1, 2, 4, 8, 16, 32, 64)
+
+
+def _depth_bins(pool: Any) -> tuple[np.ndarray, list[str]]:
+    """Each item's doubling of the depth by its best rank over the runs (bin ``j``: best ranks
+    in ``(2^(j-1), 2^j]``, bin 0: rank 1; the last bin ends at the depth), and the labels."""
+    best = np.where(pool.ranks > 0, pool.ranks, pool.depth).min(axis=0)
+    count = int(np.ceil(np.log2(pool.depth))) + 1
+    bins = np.minimum(np.ceil(np.log2(best)).astype(np.int64), count - 1)
+    labels = []
+    for j in range(count):
+        low, high = (1 if j == 0 else 2 ** (j - 1) + 1), min(2**j, pool.depth)
+        labels.append(str(low) if low == high else f"{low}-{high}")
+    return bins, labels
+
+
+def _strata(pool: Any) -> dict[str, tuple[np.ndarray, list[str]]]:
+    """Each item's stratum index and the strata's labels, per kind of stratum."""
+    runs = (pool.ranks > 0).sum(axis=0)
+    edges = [e for e in RUN_EDGES if e < pool.num_runs] + [pool.num_runs]
+    run_bins = np.searchsorted(np.asarray(edges), runs, side="left") - 1
+    run_labels = [
+        str(high) if low + 1 == high else f"{low + 1}-{high}"
+        for low, high in itertools.pairwise(edges)
+    ]
+    return {"best rank": _depth_bins(pool), "runs ranking it": (run_bins, run_labels)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--collections", nargs="+", default=list(COLLECTIONS), choices=list(COLLECTIONS)
+    )
+    parser.add_argument("--budget", type=float, default=5.0, help="share of the pool, percent")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds 0 .. SEEDS-1")
+    args = parser.parse_args()
+    out: dict[str, Any] = {"benchmark": "pooling_check", "budget": args.budget, "rows": []}
+    for collection in args.collections:
+        qrels, runs, level = _load(collection)
+        tables: dict[str, np.ndarray] = {}
+        errors, low, half, cover = [], [], [], []
+        labels: dict[str, list[str]] = {}
+        for seed in range(args.seeds):
+            result = simulate(
+                qrels, runs, "bayesian", [f"{args.budget:g}%"], seed=seed, level=level
+            )
+            pool, judged = result.pool, result.judgements
+            truth = (pool.grades_from(qrels) >= level).astype(np.float64)
+            model = fit_relevance(judged, level=level)
+            expected = model.predict(pool.ranks, pool.item_topic)
+            unjudged = ~judged.judged
+            for kind, (index, names) in _strata(pool).items():
+                labels[kind] = names
+                table = np.zeros((len(names), 5))
+                for b in range(len(names)):
+                    inside = index == b
+                    table[b] = (
+                        np.sum(inside & unjudged),
+                        expected[inside & unjudged].sum(),
+                        truth[inside & unjudged].sum(),
+                        np.sum(inside & ~unjudged),
+                        truth[inside & ~unjudged].sum(),
+                    )
+                tables[kind] = tables.get(kind, 0.0) + table
+            estimates = result.budgets[-1].estimates
+            true_map = result.truth["map"]
+            mean, lower, upper = (
+                estimates.mean["map"],
+                estimates.lower["map"],
+                estimates.upper["map"],
+            )
+            errors.append(float(np.mean(mean - true_map)))
+            low.append(float(np.mean(mean < true_map)))
+            half.append(float(np.mean((upper - lower) / 2)))
+            cover.append(float(np.mean((lower <= true_map) & (true_map <= upper))))
+        judged_count = result.budgets[-1].judgements
+        print(
+            f"{collection}: {args.budget:g}% of the pool judged ({judged_count} documents), "
+            f"{args.seeds} seed(s), sums over seeds"
+        )
+        for kind, table in tables.items():
+            print(
+                f"  {kind:<16} {'unjudged':>9} {'expected':>9} {'relevant':>9} "
+                f"{'exp/rel':>8} {'judged':>7} {'relevant':>9}"
+            )
+            for name, (n, exp, rel, n_judged, rel_judged) in zip(labels[kind], table, strict=True):
+                ratio = f"{exp / rel:8.2f}" if rel else f"{'-':>8}"
+                print(
+                    f"  {name:<16} {n:9.0f} {exp:9.1f} {rel:9.0f} {ratio} "
+                    f"{n_judged:7.0f} {rel_judged:9.0f}"
+                )
+            totals = table.sum(axis=0)
+            print(
+                f"  {'all':<16} {totals[0]:9.0f} {totals[1]:9.1f} {totals[2]:9.0f} "
+                f"{totals[1] / max(totals[2], 1):8.2f} {totals[3]:7.0f} {totals[4]:9.0f}"
+            )
+        summary = {
+            "mean_error": float(np.mean(errors)),
+            "share_too_low": float(np.mean(low)),
+            "mean_half_width": float(np.mean(half)),
+            "coverage": float(np.mean(cover)),
+        }
+        print(
+            f"  MAP: mean error (estimate - truth) {summary['mean_error']:+.4f}, estimated too "
+            f"low for {summary['share_too_low']:.0%} of the runs, 90% interval half-width "
+            f"{summary['mean_half_width']:.4f}, coverage {summary['coverage']:.2f}"
+        )
+        out["rows"].append(
+            {
+                "collection": collection,
+                "judged": judged_count,
+                "seeds": args.seeds,
+                "strata": {
+                    kind: {
+                        name: dict(
+                            zip(
+                                ("unjudged", "expected", "relevant", "judged", "judged_rel"),
+                                map(float, row),
+                                strict=True,
+                            )
+                        )
+                        for name, row in zip(labels[kind], tables[kind], strict=True)
+                    }
+                    for kind in tables
+                },
+                "map": summary,
+            }
+        )
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
