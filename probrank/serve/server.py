@@ -262,7 +262,10 @@ def serve(options: ServeSettings, *, out: TextIO | None = None) -> None:
                 name="probrank-serve-prepare", daemon=True,
             )  # fmt: skip
             thread.start()
-            server.run(sockets=[sock])
+            try:
+                server.run(sockets=[sock])
+            finally:
+                preparation.stop()  # before the heap is thawed: no freeze after it
             if failure and store.created and store.count() == 0:
                 _remove(store)
     finally:

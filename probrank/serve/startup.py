@@ -77,6 +77,7 @@ class Preparation:
         self._done = 0
         self._total = 0
         self._questions = len(self.questions)
+        self._stopped = False
 
     def stage(self, text: str, *, done: int = 0, total: int = 0) -> None:
         """Enter a stage (or count its steps)."""
@@ -92,6 +93,19 @@ class Preparation:
         """The preparation failed: every page says why."""
         with self._lock:
             self.error = error
+
+    def stop(self) -> None:
+        """The server stopped: a preparation still running freezes nothing after this."""
+        with self._lock:
+            self._stopped = True
+
+    def freeze(self) -> None:
+        """Freeze the start-up's objects (:func:`~probrank.serve.heap.freeze_startup_objects`)
+        unless the server stopped already (it thaws the heap as it stops: a freeze after that
+        would outlive it)."""
+        with self._lock:
+            if not self._stopped:
+                freeze_startup_objects()
 
     def progress(self) -> Progress:
         """A snapshot for the pages."""
@@ -160,4 +174,4 @@ def prepare(
             project.features(item.qid)
         except Exception as exc:
             _log.warning("question %r could not be encoded: %s", item.qid, exc)
-    freeze_startup_objects()  # what start-up built stays out of every collection
+    preparation.freeze()  # what start-up built stays out of every collection

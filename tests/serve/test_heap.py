@@ -64,3 +64,23 @@ def test_the_preparation_freezes_what_it_built(
         assert gc.get_freeze_count() > 0
         assert not _tracked(preparation.service)
     assert gc.get_freeze_count() == 0
+
+
+def test_a_preparation_that_ends_after_the_server_stopped_freezes_nothing(
+    tmp_path: Path, questions_file: Path, serve_model: Path
+) -> None:
+    from probrank.serve.server import _questions
+    from probrank.serve.settings import ServeSettings
+    from probrank.serve.startup import Preparation, prepare
+    from probrank.serve.store import JudgementStore
+
+    options = ServeSettings(
+        data=str(questions_file), model=str(serve_model), db=str(tmp_path / "x.sqlite")
+    )
+    questions, source = _questions(options)
+    with JudgementStore(tmp_path / "x.sqlite") as store, heap_thawed_on_exit():
+        preparation = Preparation(questions)
+        preparation.stop()  # the server is gone (its heap thawed) before the encoding ends
+        prepare(options, questions, source, store, preparation)
+        assert preparation.service is not None
+        assert gc.get_freeze_count() == 0
