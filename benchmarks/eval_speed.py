@@ -18,7 +18,8 @@ gunzipped into a temporary folder first). Three workloads:
 The tools run alternately, ``--repeats`` times each (the track half as often), and the table
 gives median wall-clock seconds and the ratio ``probrank / trec_eval`` of the medians (goals:
 <= 0.5, <= 3 and < 1), and the same ratio of CPU seconds (user + system of the processes),
-which a machine shared with other jobs disturbs less. The values printed by both are compared
+which a machine shared with other jobs disturbs less, and the median minor page faults of each
+tool's processes (``probrank`` / ``trec_eval``). The values printed by both are compared
 (4 decimals) before anything is timed. The "import floor" is ``python -c "import numpy,
 pyarrow, pyarrow.csv"``: what any Python reader of these files pays before it reads a byte.
 Prints a table and a JSON line.
@@ -97,9 +98,10 @@ def trec_eval_commands(binary: Path, qrels: Path, runs: list[Path]) -> list[list
     return [[str(binary), *measures, str(qrels), str(run)] for run in runs]
 
 
-def run_all(commands: list[list[str]]) -> tuple[float, float, list[str]]:
+def run_all(commands: list[list[str]]) -> tuple[float, float, list[str], int]:
     """Wall-clock and CPU (user + system) seconds to run ``commands`` one after the other,
-    and their outputs."""
+    their outputs, and their minor page faults (pages the kernel mapped in, zeroed, on first
+    touch)."""
     outputs = []
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -111,7 +113,7 @@ def run_all(commands: list[list[str]]) -> tuple[float, float, list[str]]:
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return wall, cpu, outputs
+    return wall, cpu, outputs, after.ru_minflt - before.ru_minflt
 
 
 def check_agreement(ours: str, theirs: list[str]) -> None:
@@ -132,19 +134,22 @@ def measure(
     """Median whole-process seconds of both tools on ``runs`` (alternating, ``repeats`` each)."""
     ours = [probrank_command(qrels, runs, threads)]
     theirs = trec_eval_commands(binary, qrels, runs)
-    *_, (printed,) = run_all(ours)
-    *_, reference = run_all(theirs)
+    _, _, (printed,), _ = run_all(ours)
+    _, _, reference, _ = run_all(theirs)
     check_agreement(printed, reference)
     wall: dict[str, list[float]] = {"probrank eval": [], "trec_eval 10.0": []}
     cpu: dict[str, list[float]] = {"probrank eval": [], "trec_eval 10.0": []}
+    faults: dict[str, list[int]] = {"probrank eval": [], "trec_eval 10.0": []}
     for _ in range(repeats):
         for tool, commands in (("probrank eval", ours), ("trec_eval 10.0", theirs)):
-            seconds, used, _ = run_all(commands)
+            seconds, used, _, faulted = run_all(commands)
             wall[tool].append(seconds)
             cpu[tool].append(used)
+            faults[tool].append(faulted)
     row: dict[str, Any] = {"workload": label, "runs": len(runs)}
     row.update({tool: statistics.median(values) for tool, values in wall.items()})
     row.update({f"{tool} CPU": statistics.median(values) for tool, values in cpu.items()})
+    row.update({f"{tool} faults": statistics.median(v) for tool, v in faults.items()})
     row["ratio"] = row["probrank eval"] / row["trec_eval 10.0"]
     row["CPU ratio"] = row["probrank eval CPU"] / row["trec_eval 10.0 CPU"]
     row["goal"] = GOALS["track" if label.startswith("track") else label]
@@ -182,8 +187,9 @@ def main() -> None:
         rows.append(measure("one run 50 x 1000", binary, qrels, track[:1], args.repeats,
                             args.threads))  # fmt: skip
         floor = [run_all([[sys.executable, "-c", FLOOR]]) for _ in range(args.repeats)]
-        rows[-1]["import floor"] = statistics.median(wall for wall, _, _ in floor)
-        rows[-1]["import floor CPU"] = statistics.median(cpu for _, cpu, _ in floor)
+        rows[-1]["import floor"] = statistics.median(wall for wall, _, _, _ in floor)
+        rows[-1]["import floor CPU"] = statistics.median(cpu for _, cpu, _, _ in floor)
+        rows[-1]["import floor faults"] = statistics.median(f for *_, f in floor)
         size = sum(p.stat().st_size for p in track) / 2**20
         label = f"track {len(track)} x 50 x 1000 ({size:.0f} MB)"
         rows.append(measure(label, binary, qrels, track, max(1, args.repeats // 2), args.threads))
@@ -192,20 +198,22 @@ def main() -> None:
           f"seconds; probrank eval --threads {args.threads}")  # fmt: skip
     print(
         f"{'workload':<34}{'probrank eval':>15}{'trec_eval 10.0':>16}{'ratio':>8}"
-        f"{'CPU ratio':>11}{'goal':>8}"
+        f"{'CPU ratio':>11}{'page faults':>20}{'goal':>8}"
     )
     for row in rows:
         goal = f"<{row['goal']:g}" if row["goal"] == 1.0 else f"<={row['goal']:g}"
         print(
             f"{row['workload']:<34}{row['probrank eval']:>15.3f}{row['trec_eval 10.0']:>16.3f}"
-            f"{row['ratio']:>7.2f}x{row['CPU ratio']:>10.2f}x{goal:>8}"
+            f"{row['ratio']:>7.2f}x{row['CPU ratio']:>10.2f}x"
+            f"{row['probrank eval faults']:>11.0f}/{row['trec_eval 10.0 faults']:<8.0f}{goal:>8}"
             + ("" if row["met"] else "  (not met)")
         )
     one = rows[1]
     print(
         f"import floor (python -c '{FLOOR}'): {one['import floor']:.3f} s, "
         f"{one['import floor'] / one['trec_eval 10.0']:.2f}x one trec_eval run "
-        f"(CPU {one['import floor CPU'] / one['trec_eval 10.0 CPU']:.2f}x)"
+        f"(CPU {one['import floor CPU'] / one['trec_eval 10.0 CPU']:.2f}x; "
+        f"{one['import floor faults']:.0f} page faults)"
     )
     print(json.dumps({"repeats": args.repeats, "threads": args.threads, "rows": rows}))
 

@@ -65,11 +65,12 @@ COMMANDS: dict[str, str] = {
 
 
 QUICK_EXIT = frozenset({"eval"})
-"""Short commands that :func:`console` runs without the cyclic garbage collector and after
-which it ends the process at once (``os._exit`` once the output is flushed): they make no
-reference cycle worth collecting and leave nothing to clean up, and the collector's passes
-over the objects of numpy, pyarrow and the runs, then the interpreter's own clean-up of them,
-cost as much as reading a run."""
+"""Short commands that :func:`console` runs without the cyclic garbage collector, with
+glibc's malloc keeping the memory they free (:func:`probrank._allocator.keep_freed_memory`),
+and after which it ends the process at once (``os._exit`` once the output is flushed): they
+make no reference cycle worth collecting and leave nothing to clean up, and the collector's
+passes over the objects of numpy, pyarrow and the runs, then the interpreter's own clean-up of
+them, cost as much as reading a run."""
 
 
 def command_module(name: str) -> ModuleType:
@@ -136,6 +137,10 @@ def console() -> NoReturn:
     exit code; at once after the commands of :data:`QUICK_EXIT` (their output flushed)."""
     argv = sys.argv[1:]
     quick = threads_before_parsing(argv, COMMANDS)[1] in QUICK_EXIT
+    if quick:  # freed numpy temporaries reused, not page-faulted in again
+        from probrank._allocator import keep_freed_memory
+
+        keep_freed_memory()
     if quick and "--bayesian" not in argv:  # (a sampler's traces hold reference cycles)
         gc.disable()
     code = main(argv)
