@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from probrank.serve.heap import freeze_startup_objects, heap_thawed_on_exit
 
@@ -44,9 +47,12 @@ def test_a_process_that_froze_objects_itself_keeps_them_frozen() -> None:
         gc.unfreeze()
 
 
-def test_the_preparation_freezes_what_it_built(
+@contextmanager
+def _preparation(
     tmp_path: Path, questions_file: Path, serve_model: Path
-) -> None:
+) -> Iterator[tuple[Any, Callable[[], None]]]:
+    """A preparation of ``probrank serve`` over an open store, the heap thawed on exit, and
+    the call that runs it (:func:`probrank.serve.startup.prepare`)."""
     from probrank.serve.server import _questions
     from probrank.serve.settings import ServeSettings
     from probrank.serve.startup import Preparation, prepare
@@ -56,10 +62,17 @@ def test_the_preparation_freezes_what_it_built(
         data=str(questions_file), model=str(serve_model), db=str(tmp_path / "x.sqlite")
     )
     questions, source = _questions(options)
-    assert gc.get_freeze_count() == 0
     with JudgementStore(tmp_path / "x.sqlite") as store, heap_thawed_on_exit():
         preparation = Preparation(questions)
-        prepare(options, questions, source, store, preparation)
+        yield preparation, lambda: prepare(options, questions, source, store, preparation)
+
+
+def test_the_preparation_freezes_what_it_built(
+    tmp_path: Path, questions_file: Path, serve_model: Path
+) -> None:
+    assert gc.get_freeze_count() == 0
+    with _preparation(tmp_path, questions_file, serve_model) as (preparation, run):
+        run()
         assert preparation.service is not None
         assert gc.get_freeze_count() > 0
         assert not _tracked(preparation.service)
@@ -69,18 +82,8 @@ def test_the_preparation_freezes_what_it_built(
 def test_a_preparation_that_ends_after_the_server_stopped_freezes_nothing(
     tmp_path: Path, questions_file: Path, serve_model: Path
 ) -> None:
-    from probrank.serve.server import _questions
-    from probrank.serve.settings import ServeSettings
-    from probrank.serve.startup import Preparation, prepare
-    from probrank.serve.store import JudgementStore
-
-    options = ServeSettings(
-        data=str(questions_file), model=str(serve_model), db=str(tmp_path / "x.sqlite")
-    )
-    questions, source = _questions(options)
-    with JudgementStore(tmp_path / "x.sqlite") as store, heap_thawed_on_exit():
-        preparation = Preparation(questions)
+    with _preparation(tmp_path, questions_file, serve_model) as (preparation, run):
         preparation.stop()  # the server is gone (its heap thawed) before the encoding ends
-        prepare(options, questions, source, store, preparation)
+        run()
         assert preparation.service is not None
         assert gc.get_freeze_count() == 0
