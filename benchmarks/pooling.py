@@ -15,7 +15,9 @@ from the start of the simulation (strategy and estimates; the truth's evaluation
 Means over seeds. Prints a table, then one JSON object.
 
 Run: ``.venv/bin/python benchmarks/pooling.py [--collections dl2021 robust03] [--strategies
-...] [--budgets 1 2 5 10 20 30] [--seeds 5] [--quick] [--json-out FILE]``.
+...] [--budgets 1 2 5 10 20 30] [--seeds 5] [--quick] [--posterior laplace] [--cell-effects
+[--cell-scale 1] [--cell-smooth-scale S]] [--run-scale 50] [--topic-slope-scale 0.5]
+[--json-out FILE]``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,56 @@ def _load(name: str) -> tuple[Qrels, list[Any], int]:
     return Qrels.read(root / qrels_name), runs, level
 
 
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``bayesian`` strategy's relevance-model options (:class:`PoolingModelSettings`)."""
+    defaults = PoolingModelSettings()
+    parser.add_argument(
+        "--posterior",
+        default=PoolingPosterior.LAPLACE.value,
+        choices=[p.value for p in PoolingPosterior],
+        help="the bayesian strategy's relevance posterior (PoolingModelSettings.posterior)",
+    )
+    parser.add_argument(
+        "--cell-effects",
+        action="store_true",
+        help="add the (best rank x runs ranking) cell effects (PoolingModelSettings.cell_effects)",
+    )
+    parser.add_argument(
+        "--cell-scale", type=float, default=defaults.cell_scale, help="prior sd of a cell"
+    )
+    parser.add_argument(
+        "--cell-smooth-scale",
+        type=float,
+        default=None,
+        help="prior sd of adjacent cells' difference (default: independent cells)",
+    )
+    parser.add_argument(
+        "--run-scale",
+        type=float,
+        default=defaults.run_scale,
+        help="prior sd of the runs' slopes and retrieved effects (run_scale, retrieved_scale)",
+    )
+    parser.add_argument(
+        "--topic-slope-scale",
+        type=float,
+        default=defaults.topic_slope_scale,
+        help="prior sd of a topic's deviation of the fused evidence's coefficient",
+    )
+
+
+def model_settings(args: argparse.Namespace) -> PoolingModelSettings:
+    """The relevance model's settings from :func:`add_model_arguments`' options."""
+    return PoolingModelSettings(
+        posterior=args.posterior,
+        cell_effects=args.cell_effects,
+        cell_scale=args.cell_scale,
+        cell_smooth_scale=args.cell_smooth_scale,
+        run_scale=args.run_scale,
+        retrieved_scale=args.run_scale,
+        topic_slope_scale=args.topic_slope_scale,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -73,12 +125,7 @@ def main() -> None:
         action="store_true",
         help="one seed, budgets 1 2 5 10 (overrides --seeds and --budgets)",
     )
-    parser.add_argument(
-        "--posterior",
-        default=PoolingPosterior.LAPLACE.value,
-        choices=[p.value for p in PoolingPosterior],
-        help="the bayesian strategy's relevance posterior (PoolingModelSettings.posterior)",
-    )
+    add_model_arguments(parser)
     parser.add_argument("--json-out", default=None, help="also write the JSON here")
     args = parser.parse_args()
     if args.quick:
@@ -96,7 +143,7 @@ def main() -> None:
             per_seed = []
             chosen: Any = strategy
             if strategy == StrategyName.BAYESIAN.value:
-                chosen = Bayesian(model=PoolingModelSettings(posterior=args.posterior))
+                chosen = Bayesian(model=model_settings(args))
             for seed in range(args.seeds):
                 result = simulate(qrels, runs, chosen, budgets, seed=seed, level=level)
                 per_seed.append(result.budgets)
@@ -131,6 +178,13 @@ def main() -> None:
         "python": platform.python_version(),
         "seeds": args.seeds,
         "posterior": args.posterior,
+        "model": {
+            "cell_effects": args.cell_effects,
+            "cell_scale": args.cell_scale,
+            "cell_smooth_scale": args.cell_smooth_scale,
+            "run_scale": args.run_scale,
+            "topic_slope_scale": args.topic_slope_scale,
+        },
         "rows": rows,
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

@@ -6,14 +6,18 @@ up to ``--budget`` (a share of the pool; ``--seeds`` seeds); then the relevance 
 on the judgements (as the strategy's estimates use it) and, per stratum of the unjudged
 documents, the relevant documents it expects (the sum of its P(relevant) at the MAP) are set
 beside those the full qrels hold, with the judged documents of the stratum and their relevant
-ones (what the model learnt from). Strata: the best rank over the runs, by doubling of the
-depth (``1``, ``2``, ``3-4``, ..., ``65-100``), and the number of runs that rank the document.
-Last, the runs' MAP: the mean signed error of the estimates (estimate - truth), the share of
-runs estimated too low, the mean half-width of the 90% intervals and their coverage. Sums and
-means over seeds. Prints the tables, then one JSON object.
+ones (what the model learnt from); beside the expected count at the MAP, the expected count
+under the posterior draws (the mean over ``estimate_samples`` Laplace draws of P(relevant)),
+which is what the estimates sample relevance from. Strata: the best rank over the runs, by
+doubling of the depth (``1``, ``2``, ``3-4``, ..., ``65-100``), and the number of runs that
+rank the document. Last, the runs' MAP: the mean signed error of the estimates (estimate -
+truth), the share of runs estimated too low, the mean half-width of the 90% intervals and their
+coverage. Sums and means over seeds. Prints the tables, then one JSON object.
 
 Run: ``.venv/bin/python benchmarks/pooling_check.py [--collections dl2021 robust03]
-[--budget 5] [--seeds 1]``.
+[--budget 5] [--seeds 1] [--cell-effects [--cell-scale 1] [--cell-smooth-scale S]]
+[--run-scale 50] [--topic-slope-scale 0.5]`` (the relevance model's options as in
+``benchmarks/pooling.py``).
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pooling import COLLECTIONS, _load
+from pooling import COLLECTIONS, _load, add_model_arguments, model_settings
 
 from probrank.pooling.simulate import simulate
+from probrank.pooling.strategies import Bayesian
 from probrank.pooling.strategies.bayesian import fit_relevance
 
 RUN_EDGES = (0, 1, 2, 4, 8, 16, 32, 64)
@@ -48,6 +53,18 @@ def _depth_bins(pool: Any) -> tuple[np.ndarray, list[str]]:
         low, high = (1 if j == 0 else 2 ** (j - 1) + 1), min(2**j, pool.depth)
         labels.append(str(low) if low == high else f"{low}-{high}")
     return bins, labels
+
+
+def _posterior_mean(model: Any, pool: Any, items: np.ndarray, draws: int) -> np.ndarray:
+    """Each item's P(relevant) averaged over ``draws`` posterior draws (seed 0), `len(items)`."""
+    rng = np.random.default_rng(0)
+    params = model.sample_parameters(draws, rng)
+    total = np.zeros(len(items))
+    for start in range(0, draws, 25):
+        chunk = params[start : start + 25]
+        logits = model.logits(pool.ranks[:, items], pool.item_topic[items], chunk)
+        total += (0.5 * (1.0 + np.tanh(0.5 * logits))).sum(axis=0)
+    return total / draws
 
 
 def _strata(pool: Any) -> dict[str, tuple[np.ndarray, list[str]]]:
@@ -69,25 +86,42 @@ def main() -> None:
     )
     parser.add_argument("--budget", type=float, default=5.0, help="share of the pool, percent")
     parser.add_argument("--seeds", type=int, default=1, help="seeds 0 .. SEEDS-1")
+    add_model_arguments(parser)
     args = parser.parse_args()
-    out: dict[str, Any] = {"benchmark": "pooling_check", "budget": args.budget, "rows": []}
+    settings = model_settings(args)
+    strategy = Bayesian(model=settings)
+    out: dict[str, Any] = {
+        "benchmark": "pooling_check",
+        "budget": args.budget,
+        "model": {
+            "posterior": args.posterior,
+            "cell_effects": args.cell_effects,
+            "cell_scale": args.cell_scale,
+            "cell_smooth_scale": args.cell_smooth_scale,
+            "run_scale": args.run_scale,
+            "topic_slope_scale": args.topic_slope_scale,
+        },
+        "rows": [],
+    }
     for collection in args.collections:
         qrels, runs, level = _load(collection)
         tables: dict[str, np.ndarray] = {}
         errors, low, half, cover = [], [], [], []
         labels: dict[str, list[str]] = {}
         for seed in range(args.seeds):
-            result = simulate(
-                qrels, runs, "bayesian", [f"{args.budget:g}%"], seed=seed, level=level
-            )
+            result = simulate(qrels, runs, strategy, [f"{args.budget:g}%"], seed=seed, level=level)
             pool, judged = result.pool, result.judgements
             truth = (pool.grades_from(qrels) >= level).astype(np.float64)
-            model = fit_relevance(judged, level=level)
+            model = fit_relevance(judged, level=level, settings=settings)
             expected = model.predict(pool.ranks, pool.item_topic)
             unjudged = ~judged.judged
+            averaged = np.zeros(pool.num_items)
+            averaged[unjudged] = _posterior_mean(
+                model, pool, np.flatnonzero(unjudged), strategy.estimate_samples
+            )
             for kind, (index, names) in _strata(pool).items():
                 labels[kind] = names
-                table = np.zeros((len(names), 5))
+                table = np.zeros((len(names), 6))
                 for b in range(len(names)):
                     inside = index == b
                     table[b] = (
@@ -96,6 +130,7 @@ def main() -> None:
                         truth[inside & unjudged].sum(),
                         np.sum(inside & ~unjudged),
                         truth[inside & ~unjudged].sum(),
+                        averaged[inside & unjudged].sum(),
                     )
                 tables[kind] = tables.get(kind, 0.0) + table
             estimates = result.budgets[-1].estimates
@@ -117,19 +152,16 @@ def main() -> None:
         for kind, table in tables.items():
             print(
                 f"  {kind:<16} {'unjudged':>9} {'expected':>9} {'relevant':>9} "
-                f"{'exp/rel':>8} {'judged':>7} {'relevant':>9}"
+                f"{'exp/rel':>8} {'judged':>7} {'relevant':>9} {'post.':>9} {'post/rel':>8}"
             )
-            for name, (n, exp, rel, n_judged, rel_judged) in zip(labels[kind], table, strict=True):
+            rows = [*zip(labels[kind], table, strict=True), ("all", table.sum(axis=0))]
+            for name, (n, exp, rel, n_judged, rel_judged, post) in rows:
                 ratio = f"{exp / rel:8.2f}" if rel else f"{'-':>8}"
+                post_ratio = f"{post / rel:8.2f}" if rel else f"{'-':>8}"
                 print(
                     f"  {name:<16} {n:9.0f} {exp:9.1f} {rel:9.0f} {ratio} "
-                    f"{n_judged:7.0f} {rel_judged:9.0f}"
+                    f"{n_judged:7.0f} {rel_judged:9.0f} {post:9.1f} {post_ratio}"
                 )
-            totals = table.sum(axis=0)
-            print(
-                f"  {'all':<16} {totals[0]:9.0f} {totals[1]:9.1f} {totals[2]:9.0f} "
-                f"{totals[1] / max(totals[2], 1):8.2f} {totals[3]:7.0f} {totals[4]:9.0f}"
-            )
         summary = {
             "mean_error": float(np.mean(errors)),
             "share_too_low": float(np.mean(low)),
@@ -150,7 +182,14 @@ def main() -> None:
                     kind: {
                         name: dict(
                             zip(
-                                ("unjudged", "expected", "relevant", "judged", "judged_rel"),
+                                (
+                                    "unjudged",
+                                    "expected",
+                                    "relevant",
+                                    "judged",
+                                    "judged_rel",
+                                    "posterior",
+                                ),
                                 map(float, row),
                                 strict=True,
                             )

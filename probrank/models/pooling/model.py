@@ -7,7 +7,10 @@ For document ``d`` of topic ``t`` ranked at ``k_r(d)`` by run ``r`` (within the 
 ranking d) + (1/R) sum_r [k_r(d) > 0] (c_r + w_r phi_r(d))``, ``phi_r(d) = log(D + 1) -
 log k_r(d)``
 
-over the ``R`` runs, so each run has a logistic rank-relevance curve in log-rank (its
+over the ``R`` runs (with ``cell_effects`` on, plus ``g[cell(d)]``: one effect per cell of a
+grid of (best rank of ``d`` over the runs, by doubling of the depth) x (number of runs
+ranking ``d``, by doubling), shared by the topics; :meth:`PoolingRelevanceModel.cell_index`),
+so each run has a logistic rank-relevance curve in log-rank (its
 deviation from the common curve of the fused evidence), a document's runs combine through the
 log of their mean evidence (a run that does not rank it adds 0), and runs and topics are
 partially pooled through Gaussian priors around population means
@@ -38,6 +41,7 @@ factor in safetensors, :mod:`probrank.models._persist`).
 
 from __future__ import annotations
 
+import itertools
 import os
 import warnings
 from collections.abc import Sequence
@@ -59,10 +63,12 @@ class PoolingRelevanceModel:
         settings: Priors and fitting options.
 
     Attributes:
-        mean: The MAP parameters after ``fit``: `2 * num_runs + 2 * num_topics + 5` (slopes
-            ``w``, retrieved effects ``c``, topic offsets ``a``, topic deviations ``b1_t`` of
-            the fused evidence's coefficient, the coefficients ``b1, b2`` of the
-            fused evidence, then ``mu_w, mu_c, mu_a``).
+        mean: The MAP parameters after ``fit``: `2 * num_runs + 2 * num_topics + 5
+            (+ num_depth_bins * num_count_bins)` (slopes ``w``, retrieved effects ``c``, topic
+            offsets ``a``, topic deviations ``b1_t`` of the fused evidence's coefficient, the
+            coefficients ``b1, b2`` of the fused evidence, then ``mu_w, mu_c, mu_a``; with
+            ``cell_effects`` last the cell effects ``g``, row-major over `num_depth_bins x
+            num_count_bins`, :meth:`cell_grid`).
         covariance_factor: Lower Cholesky factor of the Hessian at the MAP (the Laplace
             covariance is its inverse).
         pareto_k: With ``posterior="laplace-is"``, the Pareto shape estimate of the last fit's
@@ -107,14 +113,71 @@ class PoolingRelevanceModel:
         share = np.log(np.maximum((ranks > 0).mean(axis=0), 1.0 / (2 * ranks.shape[0])))
         return np.vstack([fused, share])
 
+    @staticmethod
+    def cell_grid(num_runs: int, depth: int) -> tuple[list[str], list[str]]:
+        """The labels of the cell grid's rows and columns.
+
+        Rows: the best rank over the runs by doubling of the depth (``1``, ``2``, ``3-4``,
+        ``5-8``, ..., the last ending at ``depth``); columns: the number of runs ranking the
+        item by doubling (``1``, ``2``, ``3-4``, ..., the last ending at ``num_runs``).
+
+        Returns:
+            ``(depth_labels, count_labels)``, of `num_depth_bins` and `num_count_bins`.
+        """
+        rows = int(np.ceil(np.log2(depth))) + 1 if depth > 1 else 1
+        depth_labels = []
+        for j in range(rows):
+            low, high = (1 if j == 0 else 2 ** (j - 1) + 1), min(2**j, depth)
+            depth_labels.append(str(low) if low == high else f"{low}-{high}")
+        edges = _count_edges(num_runs)
+        count_labels = [
+            str(high) if low + 1 == high else f"{low + 1}-{high}"
+            for low, high in itertools.pairwise(edges)
+        ]
+        return depth_labels, count_labels
+
+    @staticmethod
+    def cell_index(ranks: np.ndarray, depth: int) -> np.ndarray:
+        """Each item's cell of the grid (:meth:`cell_grid`), row-major, `n` int64.
+
+        Args:
+            ranks: 1-based ranks, 0 where unranked, `num_runs x n` (an item no run ranks
+                falls in the deepest row and the first column).
+            depth: The pool depth ``D``.
+        """
+        num_runs = ranks.shape[0]
+        rows = int(np.ceil(np.log2(depth))) + 1 if depth > 1 else 1
+        best = np.where(ranks > 0, ranks, depth).min(axis=0) if num_runs else np.zeros(0)
+        row = np.minimum(np.ceil(np.log2(np.maximum(best, 1))).astype(np.int64), rows - 1)
+        edges = np.asarray(_count_edges(num_runs))
+        count = np.maximum((ranks > 0).sum(axis=0), 1)
+        column = np.searchsorted(edges, count, side="left") - 1
+        return row * (len(edges) - 1) + column
+
+    def _num_cells(self, num_runs: int, depth: int) -> int:
+        if not self.settings.cell_effects:
+            return 0
+        depth_labels, count_labels = self.cell_grid(num_runs, depth)
+        return len(depth_labels) * len(count_labels)
+
+    def _num_parameters(self, num_runs: int, num_topics: int, depth: int) -> int:
+        return 2 * num_runs + 2 * num_topics + 5 + self._num_cells(num_runs, depth)
+
     def _design(self, ranks: np.ndarray, topics: np.ndarray, depth: int) -> np.ndarray:
-        _num_runs, num_topics, _ = self._checked_shape()
+        """The design matrix of the logits, `n x num_params` (``logits = design @ theta``)."""
+        num_runs, num_topics, _ = self._checked_shape()
         slope, retrieved = self.rank_features(ranks, depth)
         onehot = np.zeros((len(topics), num_topics))
         onehot[np.arange(len(topics)), topics] = 1.0
         hyper = np.zeros((len(topics), 3))
         fused = self.fused_features(ranks, depth)
-        return np.hstack([slope.T, retrieved.T, onehot, onehot * fused[0][:, None], fused.T, hyper])
+        blocks = [slope.T, retrieved.T, onehot, onehot * fused[0][:, None], fused.T, hyper]
+        cells = self._num_cells(num_runs, depth)
+        if cells:
+            cell = np.zeros((len(topics), cells))
+            cell[np.arange(len(topics)), self.cell_index(ranks, depth)] = 1.0
+            blocks.append(cell)
+        return np.hstack(blocks)
 
     def _checked_shape(self) -> tuple[int, int, int]:
         if self._shape is None:
@@ -126,10 +189,13 @@ class PoolingRelevanceModel:
             raise InputDataError("the pooling model is not fitted: call fit first")
         return self.mean, self.covariance_factor
 
-    def _prior_precision(self, num_runs: int, num_topics: int) -> np.ndarray:
+    def _prior_precision(self, num_runs: int, num_topics: int, depth: int) -> np.ndarray:
+        """The prior precision, `num_params x num_params` (the prior mean is 0)."""
         s = self.settings
-        size = 2 * num_runs + 2 * num_topics + 5
-        precision = np.zeros((size, size))
+        base = 2 * num_runs + 2 * num_topics + 5
+        cells = self._num_cells(num_runs, depth)
+        precision = np.zeros((base + cells, base + cells))
+        size = base
         topic_slopes = np.arange(2 * num_runs + num_topics, 2 * num_runs + 2 * num_topics)
         precision[topic_slopes, topic_slopes] = 1.0 / s.topic_slope_scale**2
         precision[size - 5, size - 5] = precision[size - 4, size - 4] = 1.0 / s.hyper_scale**2
@@ -145,6 +211,29 @@ class PoolingRelevanceModel:
             precision[members, hyper] -= tau
             precision[hyper, members] -= tau
             precision[hyper, hyper] += tau * len(members) + 1.0 / s.hyper_scale**2
+        if cells:
+            precision[base:, base:] = self._cell_precision(num_runs, depth)
+        return precision
+
+    def _cell_precision(self, num_runs: int, depth: int) -> np.ndarray:
+        """The cell effects' prior precision: ``I / cell_scale^2`` plus, with
+        ``cell_smooth_scale``, ``(D_r^T D_r + D_c^T D_c) / cell_smooth_scale^2`` (first
+        differences of adjacent rows and columns of the grid), `num_cells x num_cells`."""
+        s = self.settings
+        depth_labels, count_labels = self.cell_grid(num_runs, depth)
+        rows, columns = len(depth_labels), len(count_labels)
+        precision = np.eye(rows * columns) / s.cell_scale**2
+        if s.cell_smooth_scale is not None:
+            # sum over neighbour pairs (i, j) of (g_i - g_j)^2 / scale^2: a graph Laplacian
+            index = np.arange(rows * columns).reshape(rows, columns)
+            pairs = [(index[:-1, :].ravel(), index[1:, :].ravel())]
+            pairs.append((index[:, :-1].ravel(), index[:, 1:].ravel()))
+            tau = 1.0 / s.cell_smooth_scale**2
+            for left, right in pairs:
+                np.add.at(precision, (left, left), tau)
+                np.add.at(precision, (right, right), tau)
+                np.add.at(precision, (left, right), -tau)
+                np.add.at(precision, (right, left), -tau)
         return precision
 
     # ----------------------------------------------------------------- fitting
@@ -180,18 +269,17 @@ class PoolingRelevanceModel:
             self.mean = None
         self._shape = shape
         design = self._design(ranks, topics, depth)
-        precision = self._prior_precision(ranks.shape[0], num_topics)
+        precision = self._prior_precision(ranks.shape[0], num_topics, depth)
         theta = self.mean.copy() if self.mean is not None else np.zeros(design.shape[1])
+        if len(theta) != design.shape[1]:
+            theta = np.zeros(design.shape[1])
         for _ in range(self.settings.max_iterations):
-            prob = _sigmoid(design @ theta)
-            gradient = design.T @ (labels - prob) - precision @ theta
-            hessian = (design.T * (prob * (1.0 - prob))) @ design + precision
+            _, gradient, hessian = _newton_terms(design, labels, precision, theta)
             step = np.linalg.solve(hessian, gradient)
             theta = theta + step
             if np.max(np.abs(step)) < self.settings.tolerance:
                 break
-        prob = _sigmoid(design @ theta)
-        hessian = (design.T * (prob * (1.0 - prob))) @ design + precision
+        _, _, hessian = _newton_terms(design, labels, precision, theta)
         self.mean = theta
         # covariance = hessian^-1 = (L L^T)^-1 = L^-T L^-1: draws are mean + L^-T z
         self.covariance_factor = np.linalg.cholesky(hessian)
@@ -262,10 +350,12 @@ class PoolingRelevanceModel:
         Args:
             ranks: Ranks of the items in every run, `num_runs x n`.
             topics: Topic index of each item, `n`.
-            parameters: Parameter draws, `s x num_params` (or one vector, `num_params`).
+            parameters: Parameter draws, `s x num_params` (or one vector, `num_params`;
+                layout: :attr:`mean`, :meth:`parameter_blocks`).
 
         Returns:
-            `s x n` (or `n` for one vector).
+            `s x n` (or `n` for one vector); equal to ``design @ parameters`` of the Newton
+            fit.
         """
         num_runs, num_topics, depth = self._checked_shape()
         single = parameters.ndim == 1
@@ -279,6 +369,10 @@ class PoolingRelevanceModel:
         slopes = params[:, start : start + num_topics]
         beta = params[:, start + num_topics : start + num_topics + 2]
         out = w @ slope + c @ retrieved + a[:, topics] + beta @ fused + slopes[:, topics] * fused[0]
+        cells = self._num_cells(num_runs, depth)
+        if cells:
+            base = 2 * num_runs + 2 * num_topics + 5
+            out = out + params[:, base : base + cells][:, self.cell_index(ranks, depth)]
         return out[0] if single else out
 
     def predict(self, ranks: np.ndarray, topics: np.ndarray) -> np.ndarray:
@@ -311,7 +405,8 @@ class PoolingRelevanceModel:
         num_runs, num_topics, _ = self._checked_shape()
         mean, _ = self._fitted()
         params = mean.copy()
-        params[2 * num_runs : 2 * num_runs + num_topics] = mean[-1]  # every topic at mu_a
+        mu_a = mean[self.parameter_blocks()["mu_a"]][0]
+        params[2 * num_runs : 2 * num_runs + num_topics] = mu_a  # every topic at mu_a
         params[2 * num_runs + num_topics : 2 * num_runs + 2 * num_topics] = 0.0
         k = np.asarray(ranks, dtype=np.int64)
         topics = np.zeros(len(k), dtype=np.int64)
@@ -330,9 +425,10 @@ class PoolingRelevanceModel:
             ``{"w": run slopes, "c": run retrieved effects, "a": topic offsets, "b1_topic":
             topic deviations of the fused evidence's coefficient, "b_fused", "b_share",
             "mu_w", "mu_c", "mu_a"}``: slices of `num_runs` (``w``, ``c``), `num_topics`
-            (``a``, ``b1_topic``) or one element (the rest).
+            (``a``, ``b1_topic``) or one element (the rest); with ``cell_effects`` also
+            ``"cell"``: `num_depth_bins * num_count_bins`, row-major over :meth:`cell_grid`.
         """
-        num_runs, num_topics, _ = self._checked_shape()
+        num_runs, num_topics, depth = self._checked_shape()
         start = 2 * num_runs + 2 * num_topics
         blocks = {
             "w": slice(0, num_runs),
@@ -342,6 +438,9 @@ class PoolingRelevanceModel:
         }
         for offset, name in enumerate(("b_fused", "b_share", "mu_w", "mu_c", "mu_a")):
             blocks[name] = slice(start + offset, start + offset + 1)
+        cells = self._num_cells(num_runs, depth)
+        if cells:
+            blocks["cell"] = slice(start + 5, start + 5 + cells)
         return blocks
 
     def to_inference_data(
@@ -358,7 +457,9 @@ class PoolingRelevanceModel:
         """ArviZ data of the posterior draws (:meth:`sample_parameters`; one chain).
 
         The ``posterior`` group holds the parameters (:meth:`parameter_blocks`; dims ``run``
-        for ``w`` and ``c``, ``topic`` for ``a`` and ``b1_topic``, scalars for the rest) and,
+        for ``w`` and ``c``, ``topic`` for ``a`` and ``b1_topic``, with ``cell_effects``
+        ``cell`` of dims ``best_rank x runs_ranking`` (:meth:`cell_grid`), scalars for the
+        rest) and,
         given items, their ``p_rel`` (dim ``item``) from the same parameter draws, so equal
         to :meth:`posterior` with the same ``num_samples`` and ``seed``. Given their labels as
         well, ``observed_data`` and ``log_likelihood`` hold ``rel`` (Bernoulli, per item), for
@@ -384,19 +485,26 @@ class PoolingRelevanceModel:
         """
         from probrank import _arviz
 
-        num_runs, num_topics, _ = self._checked_shape()
+        num_runs, num_topics, depth = self._checked_shape()
         rng = np.random.default_rng(seed)
         draws = self.sample_parameters(num_samples or self.settings.num_samples, rng)
         dims: dict[str, list[str]] = {"w": ["run"], "c": ["run"]}
         dims |= {"a": ["topic"], "b1_topic": ["topic"]}
+        depth_labels, count_labels = self.cell_grid(num_runs, depth)
+        if self.settings.cell_effects:
+            dims["cell"] = ["best_rank", "runs_ranking"]
         posterior: dict[str, np.ndarray] = {}
         for name, block in self.parameter_blocks().items():
             values = draws[:, block]  # (a vector by its dim, also of one run or one topic)
+            if name == "cell":
+                values = values.reshape(len(draws), len(depth_labels), len(count_labels))
             posterior[name] = (values if name in dims else values[:, 0])[None]
         coords: dict[str, list[Any]] = {
             "run": _names(run_names, num_runs, "run_names"),
             "topic": _names(topic_names, num_topics, "topic_names"),
         }
+        if self.settings.cell_effects:
+            coords |= {"best_rank": depth_labels, "runs_ranking": count_labels}
         groups: dict[str, dict[str, np.ndarray]] = {"posterior": posterior}
         attrs: dict[str, Any] = {"pooling_posterior": self.settings.posterior.value}
         if self.pareto_k is not None:
@@ -493,7 +601,8 @@ class PoolingRelevanceModel:
         )
         state = manifest.state
         shape = (int(state["num_runs"]), int(state["num_topics"]), int(state["depth"]))
-        size = 2 * shape[0] + 2 * shape[1] + 5
+        model = cls(settings)
+        size = model._num_parameters(*shape)
         laplace = tensors.get("laplace", {})
         if set(laplace) != {"mean", "covariance_factor"}:
             raise InputDataError("damaged saved model: no Laplace mean and factor", path=path)
@@ -514,7 +623,6 @@ class PoolingRelevanceModel:
                 f"and {shape[1]} topics",
                 path=path,
             )
-        model = cls(settings)
         model._shape = shape
         model.mean = mean.copy()
         model.covariance_factor = factor.copy()
@@ -560,6 +668,38 @@ def _names(names: Sequence[str] | None, count: int, what: str) -> list[Any]:
 _EPS = 1e-3
 _CHUNK = 250
 """Proposal draws whose log-likelihood is computed at once (memory: items x this)."""
+
+
+def _count_edges(num_runs: int) -> list[int]:
+    """Edges of the run-count bins: ``0, 1, 2, 4, ...`` below ``num_runs``, then it (bin
+    ``j``: counts in ``(edges[j], edges[j + 1]]``)."""
+    edges = [0]
+    while 2 ** (len(edges) - 1) < num_runs:
+        edges.append(2 ** (len(edges) - 1))
+    return [*edges, max(num_runs, 1)]
+
+
+def _newton_terms(
+    design: np.ndarray, labels: np.ndarray, precision: np.ndarray, theta: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """The log posterior (up to a constant), its gradient and its negative Hessian.
+
+    Args:
+        design: `n x num_params`.
+        labels: 0/1, `n`.
+        precision: The Gaussian prior's precision (mean 0), `num_params x num_params`.
+        theta: `num_params`.
+
+    Returns:
+        ``(log_posterior, gradient `num_params`, negative Hessian `num_params x num_params`)``.
+    """
+    eta = design @ theta
+    prob = _sigmoid(eta)
+    loglik = -np.logaddexp(0.0, np.where(labels == 1, -eta, eta)).sum()
+    log_post = float(loglik - 0.5 * theta @ precision @ theta)
+    gradient = design.T @ (labels - prob) - precision @ theta
+    hessian = (design.T * (prob * (1.0 - prob))) @ design + precision
+    return log_post, gradient, hessian
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:

@@ -62,6 +62,15 @@ class PoolingModelSettings:
             Laplace standard deviations.
         importance_seed: With ``"laplace-is"``: seed of the proposal draws of a fit (the
             same every fit, so a model's draws depend only on its data and the caller's seed).
+        cell_effects: Add a flexible table of cell effects over (best rank over the runs, by
+            doubling of the depth) x (number of runs ranking the document, by doubling),
+            shared by the topics (experimental, off by default; see
+            :meth:`~probrank.models.pooling.PoolingRelevanceModel.cell_index`).
+        cell_scale: Prior sd of each cell effect (``N(0, cell_scale^2)``).
+        cell_smooth_scale: With ``cell_effects``: None (independent cells) or the prior sd of
+            the difference of two adjacent cells (a first-order Gaussian Markov random field
+            over the grid, on top of ``cell_scale``), so sparse cells borrow from their
+            neighbours.
     """
 
     run_scale: float = 50.0
@@ -77,6 +86,9 @@ class PoolingModelSettings:
     proposal_df: float = 4.0
     proposal_scale: float = 1.0
     importance_seed: int = 0
+    cell_effects: bool = False
+    cell_scale: float = 1.0
+    cell_smooth_scale: float | None = None
 
     def __post_init__(self) -> None:
         set_enum(self, "posterior", PoolingPosterior)
@@ -89,8 +101,13 @@ class PoolingModelSettings:
             "tolerance",
             "proposal_df",
             "proposal_scale",
+            "cell_scale",
         ):
             check_positive(name, getattr(self, name))
+        if self.cell_smooth_scale is not None:
+            check_positive("cell_smooth_scale", self.cell_smooth_scale)
+        if not isinstance(self.cell_effects, bool):
+            raise InputDataError(f"cell_effects must be true or false, got {self.cell_effects!r}")
         check_positive_int("max_iterations", self.max_iterations)
         check_positive_int("num_samples", self.num_samples)
         check_positive_int("importance_draws", self.importance_draws)

@@ -85,7 +85,7 @@ def _metropolis(model: PoolingRelevanceModel, ranks, topics, labels) -> np.ndarr
     """A long reference: 200 random-walk Metropolis chains (Laplace-preconditioned, started
     from Laplace draws), 2000 steps each, the second half thinned by 10."""
     design = model._design(ranks, topics, 10)
-    precision = model._prior_precision(2, 1)
+    precision = model._prior_precision(2, 1, 10)
 
     def log_post(theta: np.ndarray) -> np.ndarray:
         eta = theta @ design.T
