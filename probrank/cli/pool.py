@@ -4,8 +4,19 @@ which documents to judge next (``next``) (the work: :mod:`probrank.pooling.simul
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from probrank.cli._parsing import add_global_options, at_least, positive_int, seed, strict_json
+from probrank.cli._parsing import (
+    add_global_options,
+    at_least,
+    positive_float,
+    positive_int,
+    seed,
+    strict_json,
+)
+
+if TYPE_CHECKING:
+    from probrank.pooling.strategies import Strategy
 
 __all__ = ["TORCH", "add_arguments", "run"]
 
@@ -38,6 +49,37 @@ def _common(parser: argparse.ArgumentParser) -> None:
         default=1,
         help="grades >= LEVEL are relevant, as trec_eval -l (default 1; 2 for TREC DL)",
     )
+    parser.add_argument(
+        "--cell-effects",
+        action="store_true",
+        help="bayesian only: add the relevance model's cell effects (best rank x runs ranking "
+        "a document; PoolingModelSettings.cell_effects; models/pooling/README.md)",
+    )
+    parser.add_argument(
+        "--cell-smooth-scale",
+        type=positive_float,
+        default=None,
+        metavar="SD",
+        help="with --cell-effects: prior sd of adjacent cells' difference (default: independent)",
+    )
+
+
+def _strategy(args: argparse.Namespace) -> Strategy:
+    """The strategy of ``--strategy``, with the relevance model's options for ``bayesian``."""
+    from probrank.exceptions import InputDataError
+    from probrank.models.pooling import PoolingModelSettings
+    from probrank.pooling.strategies import Bayesian, StrategyName, make_strategy
+
+    if args.cell_smooth_scale is not None and not args.cell_effects:
+        raise InputDataError("--cell-smooth-scale needs --cell-effects")
+    if not args.cell_effects:
+        return make_strategy(args.strategy)
+    if args.strategy != StrategyName.BAYESIAN.value:
+        raise InputDataError(
+            f"--cell-effects is an option of the bayesian strategy, not {args.strategy}"
+        )
+    settings = PoolingModelSettings(cell_effects=True, cell_smooth_scale=args.cell_smooth_scale)
+    return Bayesian(model=settings)
 
 
 def add_arguments(pool: argparse.ArgumentParser) -> None:
@@ -98,13 +140,14 @@ def run(args: argparse.Namespace) -> None:
     from probrank.data.trec import Qrels
     from probrank.pooling.simulate import next_documents, read_runs, simulate, write_simulation
 
+    strategy = _strategy(args)
     runs = read_runs(args.runs)
     if args.pool_command == "simulate":
         qrels = Qrels.read(args.qrels)
         result = simulate(
             qrels,
             runs,
-            args.strategy,
+            strategy,
             args.budget,
             seed=args.seed,
             pool_depth=args.pool_depth,
@@ -128,7 +171,7 @@ def run(args: argparse.Namespace) -> None:
     chosen = next_documents(
         runs,
         judged,
-        args.strategy,
+        strategy,
         args.k,
         seed=args.seed,
         pool_depth=args.pool_depth,

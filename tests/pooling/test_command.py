@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import pytest
@@ -76,6 +77,9 @@ def test_next_prints_documents(files, capsys) -> None:
         (["--budget", "999"], "over the pool"),
         (["--budget", "5%", "--strategy", "oracle"], "invalid choice"),
         (["--budget", "lots"], "budget must be"),
+        (["--budget", "5%", "--strategy", "mm-ns", "--cell-effects"], "of the bayesian strategy"),
+        (["--budget", "5%", "--cell-smooth-scale", "0.3"], "needs --cell-effects"),
+        (["--budget", "5%", "--cell-effects", "--cell-smooth-scale", "-1"], "cell-smooth-scale"),
     ],
 )
 def test_bad_input_is_one_line(files, capsys, extra, message) -> None:
@@ -96,3 +100,28 @@ def test_a_run_that_is_not_a_run_and_empty_qrels(files, capsys) -> None:
         main(["pool", "simulate", str(empty), *runs, "--budget", "5%", "-o", str(tmp / "o")]) == 2
     )
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_cell_effects_reach_the_relevance_model(files, capsys, monkeypatch) -> None:
+    """``--cell-effects`` / ``--cell-smooth-scale`` become the bayesian strategy's model
+    settings, and the simulation and ``next`` run with them."""
+    simulation = importlib.import_module("probrank.pooling.simulate")  # the module
+    seen = []
+    original = simulation.simulate
+
+    def spy(qrels, runs, strategy, *args, **kwargs):
+        seen.append(strategy)
+        return original(qrels, runs, strategy, *args, **kwargs)
+
+    monkeypatch.setattr(simulation, "simulate", spy)
+    tmp, qrels, runs = files
+    argv = ["pool", "simulate", qrels, *runs, "--budget", "20%", "--pool-depth", "20"]
+    assert main([*argv, "--cell-effects", "--cell-smooth-scale", "0.3", "-o", str(tmp / "c")]) == 0
+    settings = seen[0].model
+    assert settings.cell_effects and settings.cell_smooth_scale == 0.3
+    estimates = json.loads((tmp / "c" / "estimates.json").read_text())
+    entry = estimates["budgets"][0]["runs"]["run0.run"]["map"]
+    assert entry["lower"] <= entry["mean"] <= entry["upper"]
+    capsys.readouterr()
+    code = main(["pool", "next", *runs, "--cell-effects", "-k", "4", "--pool-depth", "20"])
+    assert code == 0 and len(capsys.readouterr().out.splitlines()) == 4
