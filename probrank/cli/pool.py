@@ -29,6 +29,12 @@ def _strategy_names() -> list[str]:
     return [name.value for name in STRATEGIES]
 
 
+def _posterior_names() -> list[str]:
+    from probrank.models.pooling import PoolingPosterior
+
+    return [name.value for name in PoolingPosterior]
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strategy",
@@ -50,6 +56,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="grades >= LEVEL are relevant, as trec_eval -l (default 1; 2 for TREC DL)",
     )
     parser.add_argument(
+        "--posterior",
+        default=None,
+        choices=_posterior_names(),
+        help="bayesian only: the relevance model's posterior for the estimates (default "
+        "laplace; nuts: Pyro's NUTS on the exact posterior, slower; models/pooling/README.md)",
+    )
+    parser.add_argument(
         "--cell-effects",
         action="store_true",
         help="bayesian only: add the relevance model's cell effects (best rank x runs ranking "
@@ -65,20 +78,24 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _strategy(args: argparse.Namespace) -> Strategy:
-    """The strategy of ``--strategy``, with the relevance model's options for ``bayesian``."""
+    """The strategy of ``--strategy``, with the relevance model's options (``--posterior``,
+    ``--cell-effects``, ``--cell-smooth-scale``) for ``bayesian``."""
     from probrank.exceptions import InputDataError
-    from probrank.models.pooling import PoolingModelSettings
+    from probrank.models.pooling import PoolingModelSettings, PoolingPosterior
     from probrank.pooling.strategies import Bayesian, StrategyName, make_strategy
 
     if args.cell_smooth_scale is not None and not args.cell_effects:
         raise InputDataError("--cell-smooth-scale needs --cell-effects")
-    if not args.cell_effects:
+    if not args.cell_effects and args.posterior is None:
         return make_strategy(args.strategy)
     if args.strategy != StrategyName.BAYESIAN.value:
-        raise InputDataError(
-            f"--cell-effects is an option of the bayesian strategy, not {args.strategy}"
-        )
-    settings = PoolingModelSettings(cell_effects=True, cell_smooth_scale=args.cell_smooth_scale)
+        option = "--cell-effects" if args.cell_effects else "--posterior"
+        raise InputDataError(f"{option} is an option of the bayesian strategy, not {args.strategy}")
+    settings = PoolingModelSettings(
+        posterior=PoolingPosterior(args.posterior or PoolingPosterior.LAPLACE.value),
+        cell_effects=args.cell_effects,
+        cell_smooth_scale=args.cell_smooth_scale,
+    )
     return Bayesian(model=settings)
 
 

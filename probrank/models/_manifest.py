@@ -380,8 +380,9 @@ STATES: dict[str, Node] = {
             "num_topics": _POSITIVE,
             "depth": _POSITIVE,
             "pareto_k": Optional(Num()),
+            "mcmc_divergences": Optional(_COUNT),
         },
-        optional=frozenset({"pareto_k"}),
+        optional=frozenset({"pareto_k", "mcmc_divergences"}),
     ),
 }
 """The ``state`` of each model class, as its ``save`` writes it."""

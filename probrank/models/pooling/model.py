@@ -31,7 +31,14 @@ Gaussian log-prior, up to a constant) minus the proposal's log density, Pareto-s
 installed ArviZ (:func:`probrank._arviz.psis`); :meth:`~PoolingRelevanceModel.sample_parameters`
 then resamples the requested draws from the weighted ones. The Pareto shape ``k``
 (:attr:`~PoolingRelevanceModel.pareto_k`) says how far to trust it: above 0.7 the fit warns
-(:class:`~probrank.exceptions.ConvergenceWarning`).
+(:class:`~probrank.exceptions.ConvergenceWarning`). With ``posterior="nuts"`` the draws come from
+Pyro's NUTS on the exact posterior, in coordinates whitened by the Laplace (near a standard
+normal there, so one short chain suffices), run at the first draw after a fit so that the
+refits between estimates stay Laplace-cheap; its divergent transitions are counted
+(:attr:`~PoolingRelevanceModel.mcmc_divergences`) and warned about. On the benchmark's pools
+the Laplace expects far more relevant documents among the unjudged than the chain does
+(models/pooling/README.md): the posterior is skewed, and averaging small probabilities over a
+symmetric Gaussian inflates them.
 
 Like the other model objects it offers ``posterior``, ``to_inference_data`` (ArviZ data of the
 parameters and, given items, of their P(relevant)), ``save(path)`` and
@@ -74,6 +81,8 @@ class PoolingRelevanceModel:
         pareto_k: With ``posterior="laplace-is"``, the Pareto shape estimate of the last fit's
             importance weights (below 0.5: good, 0.5-0.7: usable, above 0.7: unreliable); None
             with the plain Laplace or with no items (then the Gaussian is the exact prior).
+        mcmc_divergences: With ``posterior="nuts"``: divergent transitions of the last fit's
+            chain after warm-up, once it has run (None before).
     """
 
     def __init__(self, settings: PoolingModelSettings | None = None):
@@ -82,6 +91,9 @@ class PoolingRelevanceModel:
         self.covariance_factor: np.ndarray | None = None
         self.pareto_k: float | None = None
         self._importance: tuple[np.ndarray, np.ndarray] | None = None
+        self._mcmc: np.ndarray | None = None
+        self._mcmc_data: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.mcmc_divergences: int | None = None
         self._shape: tuple[int, int, int] | None = None
 
     # ----------------------------------------------------------------- features
@@ -285,8 +297,11 @@ class PoolingRelevanceModel:
         self.covariance_factor = np.linalg.cholesky(hessian)
         self.pareto_k = None
         self._importance = None
+        self._mcmc = self._mcmc_data = self.mcmc_divergences = None
         if self.settings.posterior is PoolingPosterior.LAPLACE_IS and len(labels):
             self._importance = self._importance_sample(design, labels, precision)
+        if self.settings.posterior is PoolingPosterior.NUTS and len(labels):
+            self._mcmc_data = (design, labels, precision)  # the chain runs at the first draw
         return self
 
     def _importance_sample(
@@ -327,12 +342,83 @@ class PoolingRelevanceModel:
             )
         return draws, smoothed
 
-    # ----------------------------------------------------------------- posterior
-    def sample_parameters(self, num_samples: int, rng: np.random.Generator) -> np.ndarray:
-        """Draws of the parameters, `num_samples x num_params`: from the Laplace posterior, or
-        with ``posterior="laplace-is"`` resampled (with replacement) from the fit's
-        importance-weighted draws by their Pareto-smoothed weights."""
+    def _run_nuts(self) -> np.ndarray:
+        """The NUTS chain's draws of the parameters, `mcmc_draws x num_params`.
+
+        NUTS (Pyro) on the exact log posterior in the coordinates ``z`` of ``theta = mean +
+        L^-T z`` (``L`` the Cholesky factor of the Hessian at the MAP), where the posterior is
+        near a standard normal, so an identity mass matrix and a short warm-up suffice; it
+        starts at the MAP. Divergent transitions after the warm-up are counted
+        (:attr:`mcmc_divergences`) and warned about (``ConvergenceWarning``).
+        """
+        import torch
+        from pyro.infer import MCMC, NUTS
+        from scipy.linalg import solve_triangular
+
+        assert self._mcmc_data is not None
+        design, labels, precision = self._mcmc_data
         mean, factor = self._fitted()
+        s = self.settings
+        whiten = solve_triangular(factor.T, np.eye(len(mean)), lower=False)  # theta = m + W z
+        x = torch.from_numpy(design @ whiten)
+        offset = torch.from_numpy(design @ mean)
+        y = torch.from_numpy(labels)
+        prior_zz = torch.from_numpy(whiten.T @ precision @ whiten)
+        prior_z = torch.from_numpy(whiten.T @ (precision @ mean))
+
+        def potential(params: dict[str, torch.Tensor]) -> torch.Tensor:
+            # minus the log posterior up to a constant: Bernoulli log-likelihood of the
+            # logits, Gaussian prior -0.5 theta^T P theta with theta = mean + W z
+            z = params["z"]
+            eta = offset + x @ z
+            loglik = (y * eta).sum() - torch.nn.functional.softplus(eta).sum()
+            return -(loglik - 0.5 * z @ prior_zz @ z - z @ prior_z)
+
+        found: list[int] = []
+
+        def hook(kernel: Any, _: Any, stage: str, i: int) -> None:
+            if stage == "Sample" and i == s.mcmc_draws - 1:  # before the kernel's cleanup
+                found.extend(j for j in kernel.diagnostics()["divergences"] if j >= 0)
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(s.mcmc_seed)
+            mcmc = MCMC(
+                NUTS(potential_fn=potential, max_tree_depth=8),
+                num_samples=s.mcmc_draws,
+                warmup_steps=s.mcmc_warmup,
+                initial_params={"z": torch.zeros(len(mean), dtype=torch.float64)},
+                disable_progbar=True,
+                hook_fn=hook,
+            )
+            mcmc.run()
+        z = mcmc.get_samples()["z"].detach().numpy()
+        self.mcmc_divergences = len(found)
+        if found:
+            warnings.warn(
+                f"the pooling model's NUTS chain had {len(found)} divergent transitions after "
+                f"warm-up: its draws may be biased (more mcmc_warmup may help)",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        return mean + z @ whiten.T
+
+    # ----------------------------------------------------------------- posterior
+    def sample_parameters(
+        self, num_samples: int, rng: np.random.Generator, *, mcmc: bool = True
+    ) -> np.ndarray:
+        """Draws of the parameters, `num_samples x num_params`: from the Laplace posterior;
+        with ``posterior="laplace-is"`` resampled (with replacement) from the fit's
+        importance-weighted draws by their Pareto-smoothed weights; with ``posterior="nuts"``
+        picked from the fit's NUTS draws (run now if not yet; without replacement unless more
+        are asked for than the chain kept), or, with ``mcmc=False``, from the Laplace Gaussian
+        (cheap draws, for choosing documents between estimates)."""
+        mean, factor = self._fitted()
+        if mcmc and self._mcmc is None and self._mcmc_data is not None:
+            self._mcmc = self._run_nuts()
+            self._mcmc_data = None
+        if mcmc and self._mcmc is not None:
+            many = num_samples > len(self._mcmc)
+            return self._mcmc[rng.choice(len(self._mcmc), size=num_samples, replace=many)]
         if self._importance is not None:
             draws, log_weights = self._importance
             weights = np.exp(log_weights - log_weights.max())
@@ -386,6 +472,8 @@ class PoolingRelevanceModel:
         topics: np.ndarray,
         num_samples: int | None = None,
         seed: int | np.random.Generator = 0,
+        *,
+        mcmc: bool = True,
     ) -> np.ndarray:
         """Posterior draws of P(relevant) of items, `num_samples x n`.
 
@@ -394,9 +482,11 @@ class PoolingRelevanceModel:
             topics: Topic index of each item, `n`.
             num_samples: Draws (default: the settings').
             seed: A seed or a numpy generator.
+            mcmc: With ``posterior="nuts"``: False draws from the Laplace Gaussian instead
+                (:meth:`sample_parameters`).
         """
         rng = np.random.default_rng(seed)
-        draws = self.sample_parameters(num_samples or self.settings.num_samples, rng)
+        draws = self.sample_parameters(num_samples or self.settings.num_samples, rng, mcmc=mcmc)
         return _sigmoid(self.logits(ranks, topics, draws))
 
     def run_curves(self, ranks: np.ndarray) -> np.ndarray:
@@ -546,7 +636,8 @@ class PoolingRelevanceModel:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Save to a folder (manifest + safetensors; see :mod:`probrank.models._persist`):
         the settings, the shape (runs, topics, depth), the Laplace mean and factor and, after an
-        importance-sampling fit, its weighted draws and their Pareto k.
+        importance-sampling fit, its weighted draws and their Pareto k; with
+        ``posterior="nuts"`` the chain's draws (the chain runs now if it has not yet).
 
         Returns:
             The folder.
@@ -561,6 +652,8 @@ class PoolingRelevanceModel:
 
         mean, factor = self._fitted()
         num_runs, num_topics, depth = self._checked_shape()
+        if self._mcmc_data is not None:  # a pending chain runs now, so that a load draws alike
+            self.sample_parameters(1, np.random.default_rng(0))
         tensors = {
             "laplace": {
                 "mean": torch.from_numpy(mean),
@@ -575,6 +668,9 @@ class PoolingRelevanceModel:
                 "log_weights": torch.from_numpy(log_weights),
             }
             state["pareto_k"] = self.pareto_k
+        if self._mcmc is not None:
+            tensors["mcmc"] = {"draws": torch.from_numpy(self._mcmc)}
+            state["mcmc_divergences"] = self.mcmc_divergences
         return _persist.save_model(
             path,
             model_class=type(self).__name__,
@@ -647,6 +743,24 @@ class PoolingRelevanceModel:
                 )
             model._importance = (draws.copy(), log_weights.copy())
             model.pareto_k = float(state.get("pareto_k", np.nan))
+        chain = tensors.get("mcmc")
+        if chain is not None:
+            stored = chain.get("draws")
+            values = stored.numpy() if stored is not None else None
+            if (
+                set(chain) != {"draws"}
+                or values is None
+                or values.dtype != np.float64
+                or values.ndim != 2
+                or values.shape[1] != size
+                or not np.isfinite(values).all()
+            ):
+                raise InputDataError(
+                    f"damaged saved model: NUTS draws must be finite float64, n x {size}",
+                    path=path,
+                )
+            model._mcmc = values.copy()
+            model.mcmc_divergences = int(state.get("mcmc_divergences") or 0)
         return model
 
     def __repr__(self) -> str:

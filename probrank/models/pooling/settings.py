@@ -23,6 +23,12 @@ class PoolingPosterior(str, Enum):
     ``proposal_scale^2``), weighted by the exact posterior over the proposal density, the
     weights Pareto-smoothed (PSIS, by the installed ArviZ), and the requested draws resampled
     from them."""
+    NUTS = "nuts"
+    """Pyro's NUTS on the exact posterior, in coordinates whitened by the Laplace
+    approximation (``theta = MAP + L^-T z``: near a standard normal, so a short warm-up
+    suffices): ``mcmc_warmup`` steps, then ``mcmc_draws`` kept draws, one chain seeded with
+    ``mcmc_seed``; run at the first draw after a fit (refits alone stay Laplace-cheap), and
+    the requested draws resampled from the chain's."""
 
 
 @dataclass(frozen=True)
@@ -55,13 +61,18 @@ class PoolingModelSettings:
         posterior: :class:`PoolingPosterior`: the Laplace Gaussian (``"laplace"``, the
             model's default) or the Laplace corrected by Pareto-smoothed importance sampling
             (``"laplace-is"``; not calibrated either where the run effects are weakly
-            identified: its Pareto k exceeds 0.7 there, models/pooling/README.md).
+            identified: its Pareto k exceeds 0.7 there, models/pooling/README.md), or NUTS
+            on the exact posterior (``"nuts"``).
         importance_draws: With ``"laplace-is"``: proposal draws per fit.
         proposal_df: With ``"laplace-is"``: degrees of freedom of the Student-t proposal.
         proposal_scale: With ``"laplace-is"``: the proposal's scale as a multiple of the
             Laplace standard deviations.
         importance_seed: With ``"laplace-is"``: seed of the proposal draws of a fit (the
             same every fit, so a model's draws depend only on its data and the caller's seed).
+        mcmc_warmup: With ``"nuts"``: adaptation steps of the chain (discarded).
+        mcmc_draws: With ``"nuts"``: draws kept from the chain.
+        mcmc_seed: With ``"nuts"``: seed of the chain (torch's generator, forked: the
+            process's own generator is left as it was).
         cell_effects: Add a flexible table of cell effects over (best rank over the runs, by
             doubling of the depth) x (number of runs ranking the document, by doubling),
             shared by the topics (experimental, off by default; see
@@ -86,6 +97,9 @@ class PoolingModelSettings:
     proposal_df: float = 4.0
     proposal_scale: float = 1.0
     importance_seed: int = 0
+    mcmc_warmup: int = 150
+    mcmc_draws: int = 200
+    mcmc_seed: int = 0
     cell_effects: bool = False
     cell_scale: float = 1.0
     cell_smooth_scale: float | None = None
@@ -111,6 +125,10 @@ class PoolingModelSettings:
         check_positive_int("max_iterations", self.max_iterations)
         check_positive_int("num_samples", self.num_samples)
         check_positive_int("importance_draws", self.importance_draws)
+        check_positive_int("mcmc_warmup", self.mcmc_warmup)
+        check_positive_int("mcmc_draws", self.mcmc_draws)
+        if isinstance(self.mcmc_seed, bool) or not isinstance(self.mcmc_seed, int):
+            raise InputDataError(f"mcmc_seed must be an integer, got {self.mcmc_seed!r}")
         if isinstance(self.importance_seed, bool) or not isinstance(self.importance_seed, int):
             raise InputDataError(
                 f"importance_seed must be an integer, got {self.importance_seed!r}"

@@ -334,6 +334,7 @@ class BayesianSelector(Selector):
             pool.item_topic,
             num_samples=self.strategy.acquisition_samples,
             seed=rng,
+            mcmc=False,  # with posterior="nuts" the chain runs for the estimates only
         ).mean(axis=0)
         variance = np.where(judged, -np.inf, probs * (1.0 - probs))
         if self.strategy.acquisition is Acquisition.INFLUENCE:

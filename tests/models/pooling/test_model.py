@@ -140,6 +140,55 @@ def test_importance_sampling_corrects_the_laplace_towards_the_exact_posterior() 
     assert errors["laplace-is"][0] < 0.1 and errors["laplace-is"][1] < 0.05
 
 
+def test_nuts_matches_the_exact_posterior_and_leaves_the_process_rng_alone() -> None:
+    import torch
+
+    ranks, topics, labels = _small_pool(0)
+    fit = {"num_topics": 1, "depth": 10}
+    laplace = PoolingRelevanceModel(PoolingModelSettings(**_SMALL)).fit(
+        ranks, topics, labels, **fit
+    )
+    settings = PoolingModelSettings(posterior="nuts", mcmc_draws=600, mcmc_warmup=150, **_SMALL)
+    nuts = PoolingRelevanceModel(settings).fit(ranks, topics, labels, **fit)
+    np.testing.assert_array_equal(nuts.mean, laplace.mean)
+    # the fit alone runs no chain; mcmc=False draws from the Laplace Gaussian
+    assert nuts._mcmc is None and nuts.mcmc_divergences is None
+    np.testing.assert_array_equal(
+        nuts.sample_parameters(5, np.random.default_rng(4), mcmc=False),
+        laplace.sample_parameters(5, np.random.default_rng(4)),
+    )
+    assert nuts._mcmc is None
+    torch_state = torch.get_rng_state()
+    chain = nuts.sample_parameters(600, np.random.default_rng(2))
+    assert torch.equal(torch.get_rng_state(), torch_state)
+    assert nuts.mcmc_divergences == 0 and len(np.unique(chain[:, 0])) > 400
+    probes = np.zeros(_PROBES.shape[1], np.int64)
+    reference = _metropolis(laplace, ranks, topics, labels)
+    reference = np.hstack([reference, laplace.logits(_PROBES, probes, reference)])
+    mean, sd = reference.mean(axis=0), reference.std(axis=0)
+    draws = np.hstack([chain, nuts.logits(_PROBES, probes, chain)])
+    # the Laplace's mean is 0.2+ sd off here (test above), the chain's is not (0.056 sd at
+    # most); its sds are within 10% (600 draws: a log sd estimate itself varies by ~0.04)
+    assert np.max(np.abs(draws.mean(axis=0) - mean) / sd) < 0.1
+    assert np.max(np.abs(np.log(draws.std(axis=0) / sd))) < 0.15
+    # the same seed, the same chain; a refit drops it
+    again = PoolingRelevanceModel(settings).fit(ranks, topics, labels, **fit)
+    np.testing.assert_array_equal(again.sample_parameters(600, np.random.default_rng(2)), chain)
+    again.fit(ranks, topics, 1.0 - labels, **fit)
+    assert again._mcmc is None
+
+
+def test_nuts_model_saves_and_loads_its_chain(tmp_path) -> None:
+    ranks, topics, labels = _small_pool(1)
+    settings = PoolingModelSettings(posterior="nuts", mcmc_draws=100, mcmc_warmup=50, **_SMALL)
+    model = PoolingRelevanceModel(settings).fit(ranks, topics, labels, num_topics=1, depth=10)
+    loaded = PoolingRelevanceModel.load(model.save(tmp_path / "model"))  # runs the chain first
+    assert loaded.settings == settings and loaded.mcmc_divergences == model.mcmc_divergences
+    np.testing.assert_array_equal(
+        loaded.posterior(ranks, topics, 64, seed=3), model.posterior(ranks, topics, 64, seed=3)
+    )
+
+
 def test_importance_sampling_reports_pareto_k_and_warns_when_unreliable() -> None:
     from probrank import _arviz
     from probrank.exceptions import ConvergenceWarning
@@ -177,8 +226,13 @@ def test_importance_sampled_model_saves_and_loads(tmp_path) -> None:
 
 def test_posterior_settings_validate() -> None:
     assert PoolingModelSettings(posterior="laplace-is").posterior.value == "laplace-is"
+    assert PoolingModelSettings(posterior="nuts").posterior.value == "nuts"
     with pytest.raises(InputDataError, match="posterior"):
-        PoolingModelSettings(posterior="nuts")
+        PoolingModelSettings(posterior="hmc")
+    with pytest.raises(InputDataError, match="mcmc_draws"):
+        PoolingModelSettings(mcmc_draws=0)
+    with pytest.raises(InputDataError, match="mcmc_seed"):
+        PoolingModelSettings(mcmc_seed=1.5)  # type: ignore[arg-type]
     with pytest.raises(InputDataError, match="importance_draws"):
         PoolingModelSettings(importance_draws=0)
     with pytest.raises(InputDataError, match="proposal_df"):
