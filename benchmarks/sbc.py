@@ -522,8 +522,9 @@ def pooling_laplace(
     about 170): parameters from its own hierarchical prior (the settings' defaults, or
     ``hyper_scale`` on the population means and fused coefficients), relevance from the
     Bernoulli, the Newton MAP and its Laplace posterior (``posterior="laplace-is"``: corrected
-    by Pareto-smoothed importance sampling); ranks of one run's, one topic's and the population
-    parameters and of the relevance logits of four rank profiles."""
+    by Pareto-smoothed importance sampling; ``"nuts"``: NUTS draws instead); ranks of one
+    run's, one topic's and the population parameters and of the relevance logits of four rank
+    profiles."""
     options["posterior"] = posterior
     if hyper_scale is not None:
         options["hyper_scale"] = hyper_scale
@@ -534,6 +535,7 @@ def pooling_laplace(
     )  # fitted on nothing: the posterior is the prior
     one_class = []
     khats: list[float] = []
+    divergent: list[int] = []
 
     def simulate(generator: torch.Generator) -> tuple[torch.Tensor, Any]:
         rng = np.random.default_rng(_seeded(generator))
@@ -546,14 +548,17 @@ def pooling_laplace(
 
     def fit(data: Any, fit_seed: int) -> torch.Tensor:
         ranks, topics, labels = data
-        with warnings.catch_warnings():  # k > 0.7 is expected here: recorded in the row's info
+        # k > 0.7 and divergent chains are expected here: recorded in the row's info
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model = PoolingRelevanceModel(settings).fit(
                 ranks, topics, labels, num_topics=POOL_TOPICS, depth=POOL_DEPTH
             )
-        draws = model.sample_parameters(size.draws, np.random.default_rng(fit_seed))
+            draws = model.sample_parameters(size.draws, np.random.default_rng(fit_seed))
         if model.pareto_k is not None:
             khats.append(model.pareto_k)
+        if model.mcmc_divergences is not None:
+            divergent.append(model.mcmc_divergences)
         return _pool_quantities(model, draws)
 
     result = run_sbc(
@@ -565,6 +570,8 @@ def pooling_laplace(
         result.info["pareto_k_median"] = round(float(np.median(k)), 3)
         result.info["pareto_k_max"] = round(float(k.max()), 3)
         result.info["pareto_k_above_0.7"] = round(float(np.mean(k > 0.7)), 3)
+    if divergent:
+        result.info["chains_with_divergences"] = round(float(np.mean(np.asarray(divergent) > 0)), 3)
     return result
 
 
@@ -628,6 +635,8 @@ def _rows() -> list[Row]:
         ("pooling-laplace-is", "pooling relevance (default prior)", "Laplace + PSIS (t4, 2000)",
          False, partial(pooling_laplace, None, posterior="laplace-is"), Size(1000, 19, 200),
          Size(200, 19, 200)),
+        ("pooling-nuts", "pooling relevance (default prior)", "NUTS (Laplace-whitened)", True,
+         partial(pooling_laplace, None, posterior="nuts"), Size(100, 9, 200), None),
     ]
     # fmt: on
     return [Row(*entry) for entry in table]
