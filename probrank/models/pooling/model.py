@@ -553,8 +553,11 @@ class PoolingRelevanceModel:
         given items, their ``p_rel`` (dim ``item``) from the same parameter draws, so equal
         to :meth:`posterior` with the same ``num_samples`` and ``seed``. Given their labels as
         well, ``observed_data`` and ``log_likelihood`` hold ``rel`` (Bernoulli, per item), for
-        ``loo``. The ``posterior`` group's attrs hold ``pooling_posterior`` (``"laplace"`` or
-        ``"laplace-is"``) and, after an importance-sampling fit, its ``pareto_k``.
+        ``loo``. The ``posterior`` group's attrs hold ``pooling_posterior`` (``"laplace"``,
+        ``"laplace-is"`` or ``"nuts"``), after an importance-sampling fit its ``pareto_k``,
+        and with ``"nuts"`` the chain's ``mcmc_divergences``. NUTS draws are picked from the
+        chain at random (:meth:`sample_parameters`), not in the chain's order, so ArviZ's
+        ESS and R-hat of this data do not describe the chain.
 
         Args:
             ranks: Ranks of items in every run, `num_runs x n` (0: unranked), or None.
@@ -599,6 +602,8 @@ class PoolingRelevanceModel:
         attrs: dict[str, Any] = {"pooling_posterior": self.settings.posterior.value}
         if self.pareto_k is not None:
             attrs["pareto_k"] = self.pareto_k
+        if self.mcmc_divergences is not None:
+            attrs["mcmc_divergences"] = self.mcmc_divergences
         group_attrs = {"posterior": attrs}
         if ranks is None or topics is None:
             if ranks is not None or topics is not None or labels is not None:

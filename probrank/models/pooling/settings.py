@@ -127,9 +127,7 @@ class PoolingModelSettings:
         check_positive_int("importance_draws", self.importance_draws)
         check_positive_int("mcmc_warmup", self.mcmc_warmup)
         check_positive_int("mcmc_draws", self.mcmc_draws)
-        if isinstance(self.mcmc_seed, bool) or not isinstance(self.mcmc_seed, int):
-            raise InputDataError(f"mcmc_seed must be an integer, got {self.mcmc_seed!r}")
-        if isinstance(self.importance_seed, bool) or not isinstance(self.importance_seed, int):
-            raise InputDataError(
-                f"importance_seed must be an integer, got {self.importance_seed!r}"
-            )
+        for name in ("importance_seed", "mcmc_seed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InputDataError(f"{name} must be an integer, got {value!r}")

@@ -187,6 +187,15 @@ def test_nuts_model_saves_and_loads_its_chain(tmp_path) -> None:
     np.testing.assert_array_equal(
         loaded.posterior(ranks, topics, 64, seed=3), model.posterior(ranks, topics, 64, seed=3)
     )
+    from probrank import _arviz
+
+    attrs = _arviz.get_group(loaded.to_inference_data(num_samples=20), "posterior").attrs
+    assert attrs["pooling_posterior"] == "nuts"
+    assert attrs["mcmc_divergences"] == model.mcmc_divergences
+    # a chain that does not fit the saved shape is refused, not loaded
+    model._mcmc = model._mcmc[:, :-1]
+    with pytest.raises(InputDataError, match="NUTS draws must be"):
+        PoolingRelevanceModel.load(model.save(tmp_path / "damaged"))
 
 
 def test_importance_sampling_reports_pareto_k_and_warns_when_unreliable() -> None:
