@@ -74,17 +74,45 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="prior sd of adjacent cells' difference (default: independent cells)",
     )
-    parser.add_argument(
-        "--run-scale",
-        type=float,
-        default=defaults.run_scale,
-        help="prior sd of the runs' slopes and retrieved effects (run_scale, retrieved_scale)",
-    )
-    parser.add_argument(
-        "--topic-slope-scale",
-        type=float,
-        default=defaults.topic_slope_scale,
-        help="prior sd of a topic's deviation of the fused evidence's coefficient",
+    strategy = Bayesian()
+    numeric: list[tuple[str, type, float, str]] = [
+        (
+            "--run-scale",
+            float,
+            defaults.run_scale,
+            "prior sd of the runs' slopes and retrieved effects (run_scale, retrieved_scale)",
+        ),
+        (
+            "--topic-slope-scale",
+            float,
+            defaults.topic_slope_scale,
+            "prior sd of a topic's deviation of the fused evidence's coefficient",
+        ),
+        (
+            "--unpooled-doublings",
+            float,
+            strategy.unpooled_doublings,
+            "prior median of K, the depth doublings the pool misses (Bayesian.unpooled_doublings)",
+        ),
+        ("--unpooled-sd", float, strategy.unpooled_sd, "prior sd of log K (Bayesian.unpooled_sd)"),
+        (
+            "--unpooled-window",
+            int,
+            strategy.unpooled_window,
+            "last doublings of the depth whose relevant per doubling K extrapolates",
+        ),
+    ]
+    for flag, kind, default, text in numeric:
+        parser.add_argument(flag, type=kind, default=default, help=text)
+
+
+def bayesian_strategy(args: argparse.Namespace) -> Bayesian:
+    """The ``bayesian`` strategy with :func:`add_model_arguments`' options."""
+    return Bayesian(
+        model=model_settings(args),
+        unpooled_doublings=args.unpooled_doublings,
+        unpooled_sd=args.unpooled_sd,
+        unpooled_window=args.unpooled_window,
     )
 
 
@@ -143,7 +171,7 @@ def main() -> None:
             per_seed = []
             chosen: Any = strategy
             if strategy == StrategyName.BAYESIAN.value:
-                chosen = Bayesian(model=model_settings(args))
+                chosen = bayesian_strategy(args)
             for seed in range(args.seeds):
                 result = simulate(qrels, runs, chosen, budgets, seed=seed, level=level)
                 per_seed.append(result.budgets)
@@ -184,6 +212,9 @@ def main() -> None:
             "cell_smooth_scale": args.cell_smooth_scale,
             "run_scale": args.run_scale,
             "topic_slope_scale": args.topic_slope_scale,
+            "unpooled_doublings": args.unpooled_doublings,
+            "unpooled_sd": args.unpooled_sd,
+            "unpooled_window": args.unpooled_window,
         },
         "rows": rows,
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -12,12 +12,15 @@ which is what the estimates sample relevance from. Strata: the best rank over th
 doubling of the depth (``1``, ``2``, ``3-4``, ..., ``65-100``), and the number of runs that
 rank the document. Last, the runs' MAP: the mean signed error of the estimates (estimate -
 truth), the share of runs estimated too low, the mean half-width of the 90% intervals and their
-coverage. Sums and means over seeds. Prints the tables, then one JSON object.
+coverage; and that error split in two: the relevant documents outside the pool as the estimates
+put them (``unpooled_draws``) against the qrels' own, and the runs' MAP error and coverage with
+each (with the true counts, what is left is the relevance model's own error). Sums and means
+over seeds. Prints the tables, then one JSON object.
 
 Run: ``.venv/bin/python benchmarks/pooling_check.py [--collections dl2021 robust03]
 [--budget 5] [--seeds 1] [--cell-effects [--cell-scale 1] [--cell-smooth-scale S]]
-[--run-scale 50] [--topic-slope-scale 0.5]`` (the relevance model's options as in
-``benchmarks/pooling.py``).
+[--run-scale 50] [--topic-slope-scale 0.5] [--unpooled-window 1]`` (the relevance model's
+and the strategy's options as in ``benchmarks/pooling.py``).
 """
 
 from __future__ import annotations
@@ -33,11 +36,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pooling import COLLECTIONS, _load, add_model_arguments, model_settings
+from pooling import COLLECTIONS, _load, add_model_arguments, bayesian_strategy, model_settings
 
+from probrank.pooling.measures import ideal_dcg, run_measures
 from probrank.pooling.simulate import simulate
-from probrank.pooling.strategies import Bayesian
-from probrank.pooling.strategies.bayesian import fit_relevance
+from probrank.pooling.strategies.bayesian import fit_relevance, sample_grades, unpooled_draws
 
 RUN_EDGES = (0, 1, 2, 4, 8, 16, 32, 64)
 
@@ -77,6 +80,48 @@ def _strata(pool: Any) -> dict[str, tuple[np.ndarray, list[str]]]:
     return {"best rank": _depth_bins(pool), "runs ranking it": (run_bins, run_labels)}
 
 
+SPLIT_KEYS = (
+    "estimated",
+    "true",
+    "error_estimated",
+    "coverage_estimated",
+    "error_true",
+    "coverage_true",
+)
+
+
+def _unpooled_split(
+    qrels: Any, level: int, result: Any, model: Any, strategy: Any, seed: int
+) -> tuple[float, ...]:
+    """The relevant documents outside the pool, estimated (as the strategy's estimates do:
+    :func:`unpooled_draws`) and true (the qrels'), and the runs' MAP error and 90% coverage
+    with each: with the true counts what is left is the relevance model's own error.
+    Totals over the topics; see :data:`SPLIT_KEYS`."""
+    pool, judged = result.pool, result.judgements
+    rng = np.random.default_rng(seed)
+    grades = sample_grades(
+        judged, model, level=level, num_samples=strategy.estimate_samples, rng=rng
+    )
+    estimated = unpooled_draws(
+        pool,
+        grades >= level,
+        rng,
+        doublings=strategy.unpooled_doublings,
+        sd=strategy.unpooled_sd,
+        window=strategy.unpooled_window,
+    )
+    true = np.broadcast_to(pool.unpooled_relevant(qrels, level).astype(float), estimated.shape)
+    ideal = ideal_dcg(pool, grades)
+    truth = result.truth["map"]
+    out = [float(estimated.sum(axis=1).mean()), float(true[0].sum())]
+    for extra in (estimated, true):
+        maps, _ = run_measures(pool, grades, level=level, extra_relevant=extra, ideal=ideal)
+        lower, upper = np.quantile(maps, [0.05, 0.95], axis=0)
+        out.append(float(np.mean(maps.mean(axis=0) - truth)))
+        out.append(float(np.mean((lower <= truth) & (truth <= upper))))
+    return tuple(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -87,7 +132,7 @@ def main() -> None:
     add_model_arguments(parser)
     args = parser.parse_args()
     settings = model_settings(args)
-    strategy = Bayesian(model=settings)
+    strategy = bayesian_strategy(args)
     out: dict[str, Any] = {
         "benchmark": "pooling_check",
         "budget": args.budget,
@@ -105,6 +150,7 @@ def main() -> None:
         qrels, runs, level = _load(collection)
         tables: dict[str, np.ndarray] = {}
         errors, low, half, cover = [], [], [], []
+        unpooled: list[tuple[float, ...]] = []
         labels: dict[str, list[str]] = {}
         for seed in range(args.seeds):
             result = simulate(qrels, runs, strategy, [f"{args.budget:g}%"], seed=seed, level=level)
@@ -138,6 +184,7 @@ def main() -> None:
                 estimates.lower["map"],
                 estimates.upper["map"],
             )
+            unpooled.append(_unpooled_split(qrels, level, result, model, strategy, seed))
             errors.append(float(np.mean(mean - true_map)))
             low.append(float(np.mean(mean < true_map)))
             half.append(float(np.mean((upper - lower) / 2)))
@@ -170,6 +217,14 @@ def main() -> None:
             f"  MAP: mean error (estimate - truth) {summary['mean_error']:+.4f}, estimated too "
             f"low for {summary['share_too_low']:.0%} of the runs, 90% interval half-width "
             f"{summary['mean_half_width']:.4f}, coverage {summary['coverage']:.2f}"
+        )
+        split = np.mean(np.asarray(unpooled), axis=0)
+        summary["unpooled"] = dict(zip(SPLIT_KEYS, map(float, split), strict=True))
+        print(
+            f"  relevant outside the pool: estimated {split[0]:.1f} (mean of the draws), true "
+            f"{split[1]:.0f}; MAP with the estimate: error {split[2]:+.4f}, coverage "
+            f"{split[3]:.2f}; with the true counts (the relevance model's own error): error "
+            f"{split[4]:+.4f}, coverage {split[5]:.2f}"
         )
         out["rows"].append(
             {

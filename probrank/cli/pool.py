@@ -75,28 +75,49 @@ def _common(parser: argparse.ArgumentParser) -> None:
         metavar="SD",
         help="with --cell-effects: prior sd of adjacent cells' difference (default: independent)",
     )
+    parser.add_argument(
+        "--unpooled-window",
+        type=at_least(1, "a positive integer", maximum=64),
+        default=None,
+        metavar="N",
+        help="bayesian only: the relevant documents outside the pool are K times those per "
+        "doubling of the depth over its last N doublings (default 1; 2 with --posterior nuts "
+        "estimated TREC DL 2021 better; Bayesian.unpooled_window)",
+    )
 
 
 def _strategy(args: argparse.Namespace) -> Strategy:
     """The strategy of ``--strategy``, with the relevance model's options (``--posterior``,
-    ``--cell-effects``, ``--cell-smooth-scale``) for ``bayesian``."""
+    ``--cell-effects``, ``--cell-smooth-scale``) and ``--unpooled-window`` for ``bayesian``."""
     from probrank.exceptions import InputDataError
     from probrank.models.pooling import PoolingModelSettings, PoolingPosterior
     from probrank.pooling.strategies import Bayesian, StrategyName, make_strategy
 
     if args.cell_smooth_scale is not None and not args.cell_effects:
         raise InputDataError("--cell-smooth-scale needs --cell-effects")
-    if not args.cell_effects and args.posterior is None:
+    given = [
+        option
+        for option, value in (
+            ("--posterior", args.posterior),
+            ("--cell-effects", args.cell_effects or None),
+            ("--unpooled-window", args.unpooled_window),
+        )
+        if value is not None
+    ]
+    if not given:
         return make_strategy(args.strategy)
     if args.strategy != StrategyName.BAYESIAN.value:
-        option = "--cell-effects" if args.cell_effects else "--posterior"
-        raise InputDataError(f"{option} is an option of the bayesian strategy, not {args.strategy}")
+        raise InputDataError(
+            f"{given[0]} is an option of the bayesian strategy, not {args.strategy}"
+        )
+    defaults = Bayesian()
     settings = PoolingModelSettings(
-        posterior=PoolingPosterior(args.posterior or PoolingPosterior.LAPLACE.value),
+        posterior=PoolingPosterior(args.posterior or defaults.model.posterior.value),
         cell_effects=args.cell_effects,
         cell_smooth_scale=args.cell_smooth_scale,
     )
-    return Bayesian(model=settings)
+    window = defaults.unpooled_window if args.unpooled_window is None else args.unpooled_window
+    return Bayesian(model=settings, unpooled_window=window)
 
 
 def add_arguments(pool: argparse.ArgumentParser) -> None:

@@ -82,6 +82,8 @@ def test_next_prints_documents(files, capsys) -> None:
         (["--budget", "5%", "--strategy", "depth-k", "--posterior", "nuts"], "bayesian strategy"),
         (["--budget", "5%", "--posterior", "exact"], "invalid choice"),
         (["--budget", "5%", "--cell-effects", "--cell-smooth-scale", "-1"], "cell-smooth-scale"),
+        (["--budget", "5%", "--strategy", "mtf", "--unpooled-window", "2"], "bayesian strategy"),
+        (["--budget", "5%", "--unpooled-window", "0"], "unpooled-window"),
     ],
 )
 def test_bad_input_is_one_line(files, capsys, extra, message) -> None:
@@ -128,5 +130,8 @@ def test_cell_effects_reach_the_relevance_model(files, capsys, monkeypatch) -> N
     capsys.readouterr()
     code = main(["pool", "next", *runs, "--cell-effects", "-k", "4", "--pool-depth", "20"])
     assert code == 0 and len(capsys.readouterr().out.splitlines()) == 4
+    assert seen[0].unpooled_window == 1
     assert main([*argv, "--posterior", "nuts", "-o", str(tmp / "n")]) == 0
     assert seen[-1].model.posterior.value == "nuts" and not seen[-1].model.cell_effects
+    assert main([*argv, "--unpooled-window", "2", "-o", str(tmp / "w")]) == 0
+    assert seen[-1].unpooled_window == 2 and seen[-1].model.posterior.value == "laplace"

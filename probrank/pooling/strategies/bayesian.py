@@ -15,11 +15,13 @@ runs' measures by sampling it, and judgements chosen where they most sharpen the
   relevant documents keep arriving at about the same number per doubling of the depth (TREC
   DL 2021: 297 first met at best ranks 26-50, 251 at 51-100; Robust03: 671 and 750), so the
   pool misses ``K`` more doublings' worth, ``K`` times the topic's relevant documents first met
-  at best ranks in ``(D/2, D]`` (:func:`last_doubling`, from the same draw), with one
+  at best ranks in ``(D/2, D]`` (:func:`last_doubling`, from the same draw; with
+  ``unpooled_window=2`` the relevant documents per doubling over ``(D/4, D]``), with one
   ``K ~ unpooled_doublings * LogNormal(0, unpooled_sd^2)`` per draw shared by the topics
-  (Chao1 is a lower bound, and correlated runs make it far too low); they count
-  in the number of relevant documents of AP. MAP and nDCG@10 of every run per draw, vectorised
-  (:func:`probrank.pooling.measures.run_measures`): means, 90% intervals, P(A > B).
+  (Chao1 is a lower bound, and correlated runs make it far too low; :func:`unpooled_draws`);
+  they count in the number of relevant documents of AP. MAP and nDCG@10 of every run per
+  draw, vectorised (:func:`probrank.pooling.measures.run_measures`): means, 90% intervals,
+  P(A > B).
 * **Acquisition** (:class:`Acquisition`). Each batch is shared equally among the topics
   (those with the fewest judgements first: MAP weighs topics equally, and a topic never
   sampled would keep the model's errors); within a topic the highest scores are judged.
@@ -54,6 +56,7 @@ from enum import Enum
 
 import numpy as np
 
+from probrank.models._settings import check_positive, check_positive_int
 from probrank.models.pooling import PoolingModelSettings, PoolingRelevanceModel
 from probrank.pooling.estimates import PoolEstimates
 from probrank.pooling.measures import ideal_dcg, run_measures
@@ -71,6 +74,7 @@ __all__ = [
     "fit_relevance",
     "last_doubling",
     "pair_weights",
+    "unpooled_draws",
 ]
 
 
@@ -160,22 +164,58 @@ def chao1_unpooled(pool: Pool, relevant: np.ndarray) -> np.ndarray:
     return np.maximum(f1 * (f1 - 1.0), 0.0) / (2.0 * (f2 + 1.0))
 
 
-def last_doubling(pool: Pool, relevant: np.ndarray) -> np.ndarray:
-    """Each topic's relevant items first met in the last doubling of the pool depth: those
-    whose best rank over the runs lies in ``(D/2, D]``.
+def last_doubling(pool: Pool, relevant: np.ndarray, doublings: int = 1) -> np.ndarray:
+    """Each topic's relevant items per doubling of the pool depth, over its last
+    ``doublings`` doublings: those whose best rank over the runs lies in
+    ``(D / 2^doublings, D]``, divided by ``doublings`` (with 1: the relevant items first met in
+    ``(D/2, D]``).
 
     Args:
         pool: The pool (depth ``D``).
         relevant: Relevance of the items per draw (0/1 or bool), `s x num_items`.
+        doublings: How many of the last doublings of the depth to average over.
 
     Returns:
         `s x num_topics`.
     """
     best = np.where(pool.ranks > 0, pool.ranks, pool.depth + 1).min(axis=0)
-    late = (best > pool.depth / 2) & (best <= pool.depth)
+    late = (best > pool.depth / 2**doublings) & (best <= pool.depth)
     out = np.zeros((relevant.shape[0], pool.num_topics))
     np.add.at(out.T, pool.item_topic, (relevant * late).T)
-    return out
+    return out / doublings
+
+
+def unpooled_draws(
+    pool: Pool,
+    relevant: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    doublings: float = 0.0,
+    sd: float = 0.5,
+    window: int = 1,
+) -> np.ndarray:
+    """Each topic's relevant documents outside the pool, per draw of the items' relevance:
+    the larger of Chao1 (``chao1_unpooled``) and ``K`` times the topic's relevant items
+    per doubling over the last ``window`` doublings of the depth (:func:`last_doubling`), one
+    ``K ~ doublings * LogNormal(0, sd^2)`` per draw shared by the topics (``doublings`` 0:
+    Chao1 alone).
+
+    Args:
+        pool: The pool.
+        relevant: Relevance of the items per draw (0/1 or bool), `s x num_items`.
+        rng: Generator of the ``K`` draws.
+        doublings: Prior median of ``K``.
+        sd: Prior sd of ``log K``.
+        window: Doublings of the depth averaged over.
+
+    Returns:
+        `s x num_topics`.
+    """
+    extra = chao1_unpooled(pool, relevant.astype(np.float64))
+    if doublings > 0:
+        k = doublings * np.exp(rng.normal(0.0, sd, size=(relevant.shape[0], 1)))
+        extra = np.maximum(extra, k * last_doubling(pool, relevant, window))
+    return extra
 
 
 def bayesian_estimates(
@@ -188,6 +228,7 @@ def bayesian_estimates(
     seed: int | np.random.Generator = 0,
     unpooled_doublings: float = 0.0,
     unpooled_sd: float = 0.5,
+    unpooled_window: int = 1,
 ) -> PoolEstimates:
     """Posterior of every run's MAP and nDCG@10 given the judgements so far.
 
@@ -203,8 +244,12 @@ def bayesian_estimates(
             strategy's default is 2).
         unpooled_sd: Prior sd of ``log K``; each draw takes one ``K`` shared by the topics
             (as the pool's blind spot is). A topic's unpooled relevant documents are the
-            larger of Chao1 and ``K`` times its relevant documents first met in the last
-            doubling of the depth (:func:`last_doubling`).
+            larger of Chao1 and ``K`` times its relevant documents per doubling of the depth
+            over the last ``unpooled_window`` doublings (:func:`last_doubling`).
+        unpooled_window: Doublings of the depth (``(D / 2^window, D]``) whose relevant
+            documents per doubling ``K`` multiplies (1: best ranks 51-100 of a depth-100
+            pool; 2: 26-100, which with ``posterior="nuts"`` estimated DL 2021's better,
+            models/pooling/README.md).
 
     Returns:
         Means, 90% intervals, P(A > B) of MAP for every pair and the draws.
@@ -219,10 +264,14 @@ def bayesian_estimates(
     for start in range(0, num_samples, chunk):
         n = min(chunk, num_samples - start)
         grades = sample_grades(judgements, model, level=level, num_samples=n, rng=rng)
-        extra = chao1_unpooled(pool, (grades >= level).astype(np.float64))
-        if unpooled_doublings > 0:
-            doublings = unpooled_doublings * np.exp(rng.normal(0.0, unpooled_sd, size=(n, 1)))
-            extra = np.maximum(extra, doublings * last_doubling(pool, grades >= level))
+        extra = unpooled_draws(
+            pool,
+            grades >= level,
+            rng,
+            doublings=unpooled_doublings,
+            sd=unpooled_sd,
+            window=unpooled_window,
+        )
         ideal = ideal_dcg(pool, grades)
         m, d = run_measures(pool, grades, level=level, extra_relevant=extra, ideal=ideal)
         maps[start : start + n] = m
@@ -390,6 +439,7 @@ class BayesianSelector(Selector):
             seed=seed,
             unpooled_doublings=self.strategy.unpooled_doublings,
             unpooled_sd=self.strategy.unpooled_sd,
+            unpooled_window=self.strategy.unpooled_window,
         )
 
 
@@ -412,6 +462,8 @@ class Bayesian(Strategy):
         unpooled_doublings: Prior median of the doublings of the pool depth whose relevant
             documents the pool misses (0: Chao1 alone; see :func:`bayesian_estimates`).
         unpooled_sd: Prior sd of the log of those doublings.
+        unpooled_window: The last doublings of the depth whose relevant documents per
+            doubling are extrapolated (see :func:`bayesian_estimates`).
     """
 
     model: PoolingModelSettings = field(default_factory=PoolingModelSettings)
@@ -424,7 +476,12 @@ class Bayesian(Strategy):
     estimate_samples: int = 200
     unpooled_doublings: float = 2.0
     unpooled_sd: float = 0.15
+    unpooled_window: int = 1
     name = StrategyName.BAYESIAN
+
+    def __post_init__(self) -> None:
+        check_positive("unpooled_sd", self.unpooled_sd)
+        check_positive_int("unpooled_window", self.unpooled_window)
 
     def start(
         self, pool: Pool, judgements: Judgements, *, level: int = 1, seed: int = 0

@@ -3,6 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from probrank.exceptions import InputDataError
 from probrank.pooling.measures import run_measures
 from probrank.pooling.pool import Judgements, Pool
 from probrank.pooling.strategies import Bayesian
@@ -31,21 +32,27 @@ def test_estimates_with_everything_judged_are_exact() -> None:
     np.testing.assert_allclose(est.beats + est.beats.T, 1.0, atol=1e-12)
 
 
-def test_last_doubling_counts_relevant_items_first_met_deep() -> None:
+@pytest.mark.parametrize(("doublings", "first_rank"), [(1, 11), (2, 6), (3, 3)])
+def test_last_doubling_counts_relevant_items_first_met_deep(
+    doublings: int, first_rank: int
+) -> None:
     _qrels, runs = synthetic_collection(seed=1)
     pool = Pool.from_runs(runs, depth=20)
     rng = np.random.default_rng(0)
     relevant = (rng.random((3, pool.num_items)) < 0.4).astype(float)
     best = np.where(pool.ranks > 0, pool.ranks, 10**6).min(axis=0)
-    out = last_doubling(pool, relevant)
+    out = last_doubling(pool, relevant, doublings)
     assert out.shape == (3, pool.num_topics)
     for t in range(pool.num_topics):
         items = pool.topic_items(t)
-        deep = items[(best[items] > 10) & (best[items] <= 20)]
-        np.testing.assert_allclose(out[:, t], relevant[:, deep].sum(axis=1), atol=1e-12)
+        # best ranks in (20 / 2^doublings, 20], per doubling
+        deep = items[(best[items] >= first_rank) & (best[items] <= 20)]
+        expected = relevant[:, deep].sum(axis=1) / doublings
+        np.testing.assert_allclose(out[:, t], expected, atol=1e-12)
 
 
-def test_unpooled_doublings_extend_chao1_with_the_discovery_curve() -> None:
+@pytest.mark.parametrize("window", [1, 2])
+def test_unpooled_doublings_extend_chao1_with_the_discovery_curve(window: int) -> None:
     qrels, runs = synthetic_collection(seed=1)
     pool = Pool.from_runs(runs, depth=20)
     judged = Judgements(pool)
@@ -53,9 +60,16 @@ def test_unpooled_doublings_extend_chao1_with_the_discovery_curve() -> None:
     judged.add(np.arange(pool.num_items), grades)
     relevant = (grades >= 2)[None, :].astype(float)
     est = bayesian_estimates(
-        judged, level=2, num_samples=10, seed=0, unpooled_doublings=2.0, unpooled_sd=1e-12
+        judged,
+        level=2,
+        num_samples=10,
+        seed=0,
+        unpooled_doublings=2.0,
+        unpooled_sd=1e-12,
+        unpooled_window=window,
     )
-    extra = np.maximum(chao1_unpooled(pool, relevant), 2.0 * last_doubling(pool, relevant))[0]
+    late = last_doubling(pool, relevant, window)
+    extra = np.maximum(chao1_unpooled(pool, relevant), 2.0 * late)[0]
     maps, _ = run_measures(pool, grades.astype(float), level=2, extra_relevant=extra)
     np.testing.assert_allclose(est.mean["map"], maps, atol=1e-9)
     plain = bayesian_estimates(judged, level=2, num_samples=10, seed=0)
@@ -127,3 +141,12 @@ def test_pair_weights_favour_close_pairs() -> None:
     np.testing.assert_allclose(weights, weights.T)
     assert weights[0, 1] > 10 * weights[0, 2]
     assert np.all(np.diag(weights) == 0)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("unpooled_window", 0), ("unpooled_window", 1.5), ("unpooled_sd", 0.0)],
+)
+def test_bayesian_refuses_bad_unpooled_options(option: str, value: float) -> None:
+    with pytest.raises(InputDataError, match=option):
+        Bayesian(**{option: value})
