@@ -10,12 +10,14 @@ ones (what the model learnt from); beside the expected count at the MAP, the exp
 under the posterior draws (the mean over ``estimate_samples`` Laplace draws of P(relevant)),
 which is what the estimates sample relevance from. Strata: the best rank over the runs, by
 doubling of the depth (``1``, ``2``, ``3-4``, ..., ``65-100``), and the number of runs that
-rank the document. Last, the runs' MAP: the mean signed error of the estimates (estimate -
-truth), the share of runs estimated too low, the mean half-width of the 90% intervals and their
-coverage; and that error split in two: the relevant documents outside the pool as the estimates
-put them (``unpooled_draws``) against the qrels' own, and the runs' MAP error and coverage with
-each (with the true counts, what is left is the relevance model's own error). Sums and means
-over seeds. Prints the tables, then one JSON object.
+rank the document; and two that depend on the fit: the document's P(relevant) at the MAP (a
+reliability table of the unjudged documents beside the judged ones), and its topic's share of
+relevant documents among the topic's judged ones. Last, the runs' MAP: the mean signed error
+of the estimates (estimate - truth), the share of runs estimated too low, the mean half-width of
+the 90% intervals and their coverage; and that error split in two: the relevant documents
+outside the pool as the estimates put them (``unpooled_draws``) against the qrels' own, and the
+runs' MAP error and coverage with each (with the true counts, what is left is the relevance
+model's own error). Sums and means over seeds. Prints the tables, then one JSON object.
 
 Run: ``.venv/bin/python benchmarks/pooling_check.py [--collections dl2021 robust03]
 [--budget 5] [--seeds 1] [--cell-effects [--cell-scale 1] [--cell-smooth-scale S]]
@@ -66,6 +68,30 @@ def _posterior_mean(model: Any, pool: Any, items: np.ndarray, draws: int) -> np.
         for chunk in np.array_split(items, max(1, len(items) // 5000))
     ]
     return np.concatenate(means) if means else np.zeros(0)
+
+
+P_EDGES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 1.0)
+SHARE_EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+
+def _bins(values: np.ndarray, edges: tuple[float, ...]) -> tuple[np.ndarray, list[str]]:
+    """Each value's bin of ``edges`` (``[e_i, e_i+1)``, the last bin closed) and the labels."""
+    index = np.clip(np.searchsorted(np.asarray(edges), values, side="right") - 1, 0, len(edges) - 2)
+    return index, [f"{low:g}-{high:g}" for low, high in itertools.pairwise(edges)]
+
+
+def _fit_strata(
+    pool: Any, expected: np.ndarray, judged: np.ndarray, truth: np.ndarray
+) -> dict[str, tuple[np.ndarray, list[str]]]:
+    """Strata that depend on the fit: the item's P(relevant) at the MAP (a reliability table
+    of the unjudged items), and its topic's share of relevant items among the judged ones."""
+    count = np.bincount(pool.item_topic[judged], minlength=pool.num_topics)
+    hits = np.bincount(pool.item_topic[judged], weights=truth[judged], minlength=pool.num_topics)
+    share = (hits / np.maximum(count, 1))[pool.item_topic]
+    return {
+        "P(rel) at MAP": _bins(expected, P_EDGES),
+        "topic judged rel": _bins(share, SHARE_EDGES),
+    }
 
 
 def _strata(pool: Any) -> dict[str, tuple[np.ndarray, list[str]]]:
@@ -163,7 +189,8 @@ def main() -> None:
             averaged[unjudged] = _posterior_mean(
                 model, pool, np.flatnonzero(unjudged), strategy.estimate_samples
             )
-            for kind, (index, names) in _strata(pool).items():
+            strata = {**_strata(pool), **_fit_strata(pool, expected, ~unjudged, truth)}
+            for kind, (index, names) in strata.items():
                 labels[kind] = names
                 table = np.zeros((len(names), 6))
                 for b in range(len(names)):
