@@ -89,8 +89,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def _strategy(args: argparse.Namespace) -> Strategy:
     """The strategy of ``--strategy``, with the relevance model's options (``--posterior``,
     ``--cell-effects``, ``--cell-smooth-scale``) and ``--unpooled-window`` for ``bayesian``."""
+    from dataclasses import replace
+
     from probrank.exceptions import InputDataError
-    from probrank.models.pooling import PoolingModelSettings, PoolingPosterior
     from probrank.pooling.strategies import Bayesian, StrategyName, make_strategy
 
     if args.cell_smooth_scale is not None and not args.cell_effects:
@@ -111,13 +112,14 @@ def _strategy(args: argparse.Namespace) -> Strategy:
             f"{given[0]} is an option of the bayesian strategy, not {args.strategy}"
         )
     defaults = Bayesian()
-    settings = PoolingModelSettings(
-        posterior=PoolingPosterior(args.posterior or defaults.model.posterior.value),
+    settings = replace(
+        defaults.model,
+        posterior=args.posterior or defaults.model.posterior,
         cell_effects=args.cell_effects,
         cell_smooth_scale=args.cell_smooth_scale,
     )
-    window = defaults.unpooled_window if args.unpooled_window is None else args.unpooled_window
-    return Bayesian(model=settings, unpooled_window=window)
+    window = args.unpooled_window or defaults.unpooled_window  # a given window is >= 1
+    return replace(defaults, model=settings, unpooled_window=window)
 
 
 def add_arguments(pool: argparse.ArgumentParser) -> None:

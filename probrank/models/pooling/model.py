@@ -402,6 +402,12 @@ class PoolingRelevanceModel:
             )
         return mean + z @ whiten.T
 
+    def _ensure_chain(self) -> None:
+        """Run the NUTS chain of the last fit if it is pending (``posterior="nuts"``)."""
+        if self._mcmc is None and self._mcmc_data is not None:
+            self._mcmc = self._run_nuts()
+            self._mcmc_data = None
+
     # ----------------------------------------------------------------- posterior
     def sample_parameters(
         self, num_samples: int, rng: np.random.Generator, *, mcmc: bool = True
@@ -413,9 +419,8 @@ class PoolingRelevanceModel:
         are asked for than the chain kept), or, with ``mcmc=False``, from the Laplace Gaussian
         (cheap draws, for choosing documents between estimates)."""
         mean, factor = self._fitted()
-        if mcmc and self._mcmc is None and self._mcmc_data is not None:
-            self._mcmc = self._run_nuts()
-            self._mcmc_data = None
+        if mcmc:
+            self._ensure_chain()
         if mcmc and self._mcmc is not None:
             many = num_samples > len(self._mcmc)
             return self._mcmc[rng.choice(len(self._mcmc), size=num_samples, replace=many)]
@@ -657,8 +662,7 @@ class PoolingRelevanceModel:
 
         mean, factor = self._fitted()
         num_runs, num_topics, depth = self._checked_shape()
-        if self._mcmc_data is not None:  # a pending chain runs now, so that a load draws alike
-            self.sample_parameters(1, np.random.default_rng(0))
+        self._ensure_chain()  # a pending chain runs now, so that a load draws alike
         tensors = {
             "laplace": {
                 "mean": torch.from_numpy(mean),
