@@ -12,12 +12,18 @@ which is what the estimates sample relevance from. Strata: the best rank over th
 doubling of the depth (``1``, ``2``, ``3-4``, ..., ``65-100``), and the number of runs that
 rank the document; and two that depend on the fit: the document's P(relevant) at the MAP (a
 reliability table of the unjudged documents beside the judged ones), and its topic's share of
-relevant documents among the topic's judged ones. Last, the runs' MAP: the mean signed error
+relevant documents among the topic's judged ones; and the share of the topic's pool that the
+full qrels judge (below) crossed with the best rank. Last, the runs' MAP: the mean signed error
 of the estimates (estimate - truth), the share of runs estimated too low, the mean half-width of
 the 90% intervals and their coverage; and that error split in two: the relevant documents
 outside the pool as the estimates put them (``unpooled_draws``) against the qrels' own, and the
 runs' MAP error and coverage with each (with the true counts, what is left is the relevance
-model's own error). Sums and means over seeds. Prints the tables, then one JSON object.
+model's own error). Last, that split by the topics' reference qrels: strata of topics by the
+share of their pool's documents that the full qrels judge (100%: qrels pooled from these runs
+at least as deep, as Robust03's topics 601-650; less: qrels that judged part of the pool, as
+DL 2021's, or were pooled from other runs, as Robust03's older topics from TREC 6-8),
+with each stratum's share of the MAP error (``run_measures(topics=...)``; the shares add up to
+the error). Sums and means over seeds. Prints the tables, then one JSON object.
 
 Run: ``.venv/bin/python benchmarks/pooling_check.py [--collections dl2021 robust03]
 [--budget 5] [--seeds 1] [--cell-effects [--cell-scale 1] [--cell-smooth-scale S]]
@@ -41,8 +47,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pooling import COLLECTIONS, _load, add_model_arguments, bayesian_strategy, model_settings
 
 from probrank.pooling.measures import ideal_dcg, run_measures
+from probrank.pooling.pool import Judgements
 from probrank.pooling.simulate import simulate
-from probrank.pooling.strategies.bayesian import fit_relevance, sample_grades, unpooled_draws
+from probrank.pooling.strategies.bayesian import (
+    fit_relevance,
+    last_doubling,
+    sample_grades,
+    unpooled_draws,
+)
 
 RUN_EDGES = (0, 1, 2, 4, 8, 16, 32, 64)
 
@@ -116,13 +128,55 @@ SPLIT_KEYS = (
 )
 
 
+REFERENCE_EDGES = (0.0, 0.5, 1.0 - 1e-9, 1.0)
+REFERENCE_LABELS = ("0-50%", "50-<100%", "100%")
+PROVENANCE_KEYS = (
+    "topics",
+    "unjudged_expected",
+    "unjudged_relevant",
+    "outside_estimated",
+    "outside_true",
+    "map_error_estimated",
+    "map_error_true",
+    "true_doublings",
+)
+
+
+def _reference_strata(pool: Any, qrels: Any) -> np.ndarray:
+    """Each topic's stratum by the share of its pool's documents that the full qrels judge
+    (:data:`REFERENCE_LABELS`; 100%: the qrels were pooled from these runs at least as deep as
+    the pool; less: they judged part of it or came from other runs' pools, and the rest of the
+    pool counts as non-relevant),
+    `num_topics`."""
+    in_qrels = Judgements.from_qrels(pool, qrels).judged
+    share = np.bincount(pool.item_topic, weights=in_qrels, minlength=pool.num_topics)
+    share /= np.maximum(np.diff(pool.topic_start), 1)
+    index, _ = _bins(share, REFERENCE_EDGES)
+    return index
+
+
+def _reference_depth(pool: Any, qrels: Any) -> tuple[np.ndarray, list[str]]:
+    """Each item's stratum by its topic's :func:`_reference_strata` and its best rank's
+    doubling (:func:`_depth_bins`), and the labels (``"100% 65-100"``)."""
+    depth, depth_labels = _depth_bins(pool)
+    reference = _reference_strata(pool, qrels)[pool.item_topic]
+    labels = [f"{r} {d}" for r, d in itertools.product(REFERENCE_LABELS, depth_labels)]
+    return reference * len(depth_labels) + depth, labels
+
+
 def _unpooled_split(
     qrels: Any, level: int, result: Any, model: Any, strategy: Any, seed: int
-) -> tuple[float, ...]:
+) -> tuple[tuple[float, ...], np.ndarray]:
     """The relevant documents outside the pool, estimated (as the strategy's estimates do:
     :func:`unpooled_draws`) and true (the qrels'), and the runs' MAP error and 90% coverage
     with each: with the true counts what is left is the relevance model's own error.
-    Totals over the topics; see :data:`SPLIT_KEYS`."""
+    Totals over the topics (see :data:`SPLIT_KEYS`); and per stratum of topics by the qrels'
+    judging of their pool (:func:`_reference_strata`), `strata x PROVENANCE_KEYS`: topics,
+    unjudged relevant documents expected under the draws and true, outside the pool estimated
+    and true, the stratum's share of the mean MAP error with the estimate and with the true
+    counts (``run_measures(topics=...)``: the shares add up to the MAP error), and the ``K``
+    that fits the stratum: its true relevant documents outside the pool over its true relevant
+    documents per doubling (:func:`last_doubling`, the strategy's window)."""
     pool, judged = result.pool, result.judgements
     rng = np.random.default_rng(seed)
     grades = sample_grades(
@@ -145,7 +199,42 @@ def _unpooled_split(
         lower, upper = np.quantile(maps, [0.05, 0.95], axis=0)
         out.append(float(np.mean(maps.mean(axis=0) - truth)))
         out.append(float(np.mean((lower <= truth) & (truth <= upper))))
-    return tuple(out)
+    stratum = _reference_strata(pool, qrels)
+    unjudged = ~judged.judged
+    expected = np.bincount(
+        pool.item_topic[unjudged],
+        weights=(grades[:, unjudged] >= level).mean(axis=0),
+        minlength=pool.num_topics,
+    )
+    true_grades = pool.grades_from(qrels).astype(np.float64)
+    relevant = (true_grades >= level) & unjudged
+    relevant_count = np.bincount(pool.item_topic, weights=relevant, minlength=pool.num_topics)
+    per_doubling = last_doubling(pool, (true_grades >= level)[None], strategy.unpooled_window)[0]
+    rows = np.zeros((len(REFERENCE_LABELS), len(PROVENANCE_KEYS)))
+    for b in range(len(REFERENCE_LABELS)):
+        inside = stratum == b
+        if not inside.any():
+            continue
+        # the stratum's share of the true MAP (run_measures equals trec_eval on full qrels)
+        part, _ = run_measures(
+            pool, true_grades, level=level, extra_relevant=true[0], topics=inside
+        )
+        errors = []
+        for extra in (estimated, true):
+            maps, _ = run_measures(
+                pool, grades, level=level, extra_relevant=extra, ideal=ideal, topics=inside
+            )
+            errors.append(float(np.mean(maps.mean(axis=0) - part)))
+        rows[b] = (
+            inside.sum(),
+            expected[inside].sum(),
+            relevant_count[inside].sum(),
+            estimated[:, inside].sum(axis=1).mean(),
+            true[0, inside].sum(),
+            *errors,
+            true[0, inside].sum() / max(per_doubling[inside].sum(), 1e-9),
+        )
+    return tuple(out), rows
 
 
 def main() -> None:
@@ -177,6 +266,7 @@ def main() -> None:
         tables: dict[str, np.ndarray] = {}
         errors, low, half, cover = [], [], [], []
         unpooled: list[tuple[float, ...]] = []
+        provenance = np.zeros((len(REFERENCE_LABELS), len(PROVENANCE_KEYS)))
         labels: dict[str, list[str]] = {}
         for seed in range(args.seeds):
             result = simulate(qrels, runs, strategy, [f"{args.budget:g}%"], seed=seed, level=level)
@@ -189,7 +279,11 @@ def main() -> None:
             averaged[unjudged] = _posterior_mean(
                 model, pool, np.flatnonzero(unjudged), strategy.estimate_samples
             )
-            strata = {**_strata(pool), **_fit_strata(pool, expected, ~unjudged, truth)}
+            strata = {
+                **_strata(pool),
+                **_fit_strata(pool, expected, ~unjudged, truth),
+                "qrels judge, rank": _reference_depth(pool, qrels),
+            }
             for kind, (index, names) in strata.items():
                 labels[kind] = names
                 table = np.zeros((len(names), 6))
@@ -211,7 +305,9 @@ def main() -> None:
                 estimates.lower["map"],
                 estimates.upper["map"],
             )
-            unpooled.append(_unpooled_split(qrels, level, result, model, strategy, seed))
+            split_totals, split_rows = _unpooled_split(qrels, level, result, model, strategy, seed)
+            unpooled.append(split_totals)
+            provenance += split_rows
             errors.append(float(np.mean(mean - true_map)))
             low.append(float(np.mean(mean < true_map)))
             half.append(float(np.mean((upper - lower) / 2)))
@@ -228,6 +324,8 @@ def main() -> None:
             )
             rows = [*zip(labels[kind], table, strict=True), ("all", table.sum(axis=0))]
             for name, (n, exp, rel, n_judged, rel_judged, post) in rows:
+                if n == 0 and n_judged == 0:
+                    continue
                 ratio = f"{exp / rel:8.2f}" if rel else f"{'-':>8}"
                 post_ratio = f"{post / rel:8.2f}" if rel else f"{'-':>8}"
                 print(
@@ -253,6 +351,24 @@ def main() -> None:
             f"{split[3]:.2f}; with the true counts (the relevance model's own error): error "
             f"{split[4]:+.4f}, coverage {split[5]:.2f}"
         )
+        provenance /= args.seeds
+        summary["by_reference"] = {
+            name: dict(zip(PROVENANCE_KEYS, map(float, row), strict=True))
+            for name, row in zip(REFERENCE_LABELS, provenance, strict=True)
+            if row[0]
+        }
+        print(
+            "  by the share of the topic's pool the full qrels judge (mean over seeds): topics, "
+            "unjudged relevant expected under the draws / true, outside the pool estimated / "
+            "true, the topics' share of the MAP error with the estimate and with the true counts, "
+            "and the K that fits the topics (true outside / true per doubling)"
+        )
+        for name, row in zip(REFERENCE_LABELS, provenance, strict=True):
+            if row[0]:
+                print(
+                    f"  {name:<10} {row[0]:5.0f} {row[1]:9.1f} / {row[2]:6.0f} "
+                    f"{row[3]:9.1f} / {row[4]:6.0f} {row[5]:+.4f} {row[6]:+.4f} {row[7]:5.2f}"
+                )
         out["rows"].append(
             {
                 "collection": collection,

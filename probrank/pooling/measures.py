@@ -59,6 +59,7 @@ def run_measures(
     extra_relevant: np.ndarray | None = None,
     ideal: np.ndarray | None = None,
     chunk: int = 16,
+    topics: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """MAP and nDCG@10 of every run under each draw of the items' grades.
 
@@ -70,6 +71,9 @@ def run_measures(
             `num_topics` (default none).
         ideal: Ideal DCG@10 per topic, `s x num_topics` (default: from ``gains`` alone).
         chunk: Draws evaluated at once (memory: `chunk x num_runs x num_topics x depth`).
+        topics: Which topics' AP and nDCG@10 to add up, `num_topics` (bool; default all).
+            The sums are still divided by all the topics a run ranks, so the results over a
+            partition of the topics add up to the MAP and nDCG@10: each part's share of them.
 
     Returns:
         ``(map, ndcg)``, each `s x num_runs` (or `num_runs` for one vector of grades).
@@ -91,6 +95,8 @@ def run_measures(
     safe = np.where(valid, rankings, 0)
     has_topic = valid[:, :, 0]  # runs x topics
     topic_count = np.maximum(has_topic.sum(axis=1), 1)
+    if topics is not None:
+        has_topic = has_topic & np.asarray(topics, dtype=bool)[None, :]
     ranks = np.arange(1, pool.depth + 1, dtype=np.float64)
     discount = _discounts(min(CUTOFF, pool.depth))
     maps = np.zeros((draws, pool.num_runs))
