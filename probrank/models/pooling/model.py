@@ -16,8 +16,10 @@ log of their mean evidence (a run that does not rank it adds 0), and runs and to
 partially pooled through Gaussian priors around population means
 (:class:`PoolingModelSettings`). The posterior of the parameters is the
 Laplace approximation at the MAP (Newton's method on the exact gradient and Hessian of the
-Bernoulli log-likelihood plus the Gaussian log-prior); a refit after new judgements starts from
-the previous MAP, so a few Newton steps suffice. Fitted on no items, the "posterior" is the
+Bernoulli log-likelihood plus the Gaussian log-prior; a step that would lower the log posterior
+is halved until it does not, so a start far from the MAP converges too, and a fit that does not
+converge in ``max_iterations`` steps warns); a refit after new judgements starts from the
+previous MAP, so a few Newton steps suffice. Fitted on no items, the "posterior" is the
 prior itself (mean 0, the prior precision), so :meth:`~PoolingRelevanceModel.sample_parameters`
 then draws from the prior (prior predictive checks, simulation-based calibration).
 
@@ -285,13 +287,15 @@ class PoolingRelevanceModel:
         theta = self.mean.copy() if self.mean is not None else np.zeros(design.shape[1])
         if len(theta) != design.shape[1]:
             theta = np.zeros(design.shape[1])
-        for _ in range(self.settings.max_iterations):
-            _, gradient, hessian = _newton_terms(design, labels, precision, theta)
-            step = np.linalg.solve(hessian, gradient)
-            theta = theta + step
-            if np.max(np.abs(step)) < self.settings.tolerance:
-                break
-        _, _, hessian = _newton_terms(design, labels, precision, theta)
+        theta, hessian, converged = _maximise(design, labels, precision, theta, self.settings)
+        if not converged:
+            warnings.warn(
+                f"the pooling model's MAP fit did not converge in {self.settings.max_iterations} "
+                f"Newton steps (tolerance {self.settings.tolerance:g}): its MAP and Laplace are "
+                f"unreliable (more max_iterations may help)",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
         self.mean = theta
         # covariance = hessian^-1 = (L L^T)^-1 = L^-T L^-1: draws are mean + L^-T z
         self.covariance_factor = np.linalg.cholesky(hessian)
@@ -800,6 +804,39 @@ def _count_edges(num_runs: int) -> list[int]:
     while 2 ** (len(edges) - 1) < num_runs:
         edges.append(2 ** (len(edges) - 1))
     return [*edges, max(num_runs, 1)]
+
+
+_HALVINGS = 30
+
+
+def _maximise(
+    design: np.ndarray,
+    labels: np.ndarray,
+    precision: np.ndarray,
+    theta: np.ndarray,
+    settings: PoolingModelSettings,
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The MAP by Newton's method with backtracking: a step that lowers the log posterior is
+    halved until it does not (the log posterior is concave, so near the MAP every full step is
+    taken); it stops when the largest step taken is below ``settings.tolerance``.
+
+    Returns:
+        ``(theta, negative Hessian at theta, converged)``.
+    """
+    objective, gradient, hessian = _newton_terms(design, labels, precision, theta)
+    for _ in range(settings.max_iterations):
+        step = np.linalg.solve(hessian, gradient)
+        for halving in range(_HALVINGS):
+            terms = _newton_terms(design, labels, precision, theta + step)
+            if terms[0] >= objective - 1e-10 * max(1.0, abs(objective)):
+                break
+            if halving < _HALVINGS - 1:
+                step = step / 2.0
+        theta = theta + step
+        objective, gradient, hessian = terms
+        if np.max(np.abs(step)) < settings.tolerance:
+            return theta, hessian, True
+    return theta, hessian, False
 
 
 def _newton_terms(

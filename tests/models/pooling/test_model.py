@@ -3,8 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probrank.exceptions import InputDataError
+from probrank.exceptions import ConvergenceWarning, InputDataError
 from probrank.models.pooling import PoolingModelSettings, PoolingRelevanceModel
+from probrank.models.pooling.model import _newton_terms
 
 
 def _simulated(seed: int, n: int = 6000) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -57,6 +58,25 @@ def test_refit_warm_starts_and_unfitted_errors() -> None:
     first = model.mean.copy()
     model.fit(ranks, topic, labels, num_topics=8, depth=50)
     np.testing.assert_allclose(model.mean, first, atol=1e-6)
+
+
+def test_map_fit_backtracks_from_a_far_start_and_warns_when_not_converged() -> None:
+    """A warm start far from the MAP (every parameter 5: plain Newton steps diverge from
+    there) still reaches the cold fit's MAP, where the gradient vanishes; too few steps warn."""
+    ranks, topic, labels, _ = _simulated(2, n=500)
+    cold = PoolingRelevanceModel().fit(ranks, topic, labels, num_topics=8, depth=50)
+    design = cold._design(ranks, topic, 50)
+    precision = cold._prior_precision(4, 8, 50)
+    _, gradient, _ = _newton_terms(design, labels, precision, cold.mean)
+    assert np.max(np.abs(gradient)) < 1e-6
+    far = PoolingRelevanceModel()
+    far.fit(ranks, topic, labels, num_topics=8, depth=50)
+    far.mean = np.full_like(cold.mean, 5.0)
+    far.fit(ranks, topic, labels, num_topics=8, depth=50)
+    np.testing.assert_allclose(far.mean, cold.mean, atol=1e-8)
+    short = PoolingRelevanceModel(PoolingModelSettings(max_iterations=1))
+    with pytest.warns(ConvergenceWarning, match="did not converge in 1 Newton steps"):
+        short.fit(ranks, topic, labels, num_topics=8, depth=50)
 
 
 def test_settings_validate() -> None:
