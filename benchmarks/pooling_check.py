@@ -143,11 +143,10 @@ PROVENANCE_KEYS = (
 
 
 def _reference_strata(pool: Any, qrels: Any) -> np.ndarray:
-    """Each topic's stratum by the share of its pool's documents that the full qrels judge
-    (:data:`REFERENCE_LABELS`; 100%: the qrels were pooled from these runs at least as deep as
-    the pool; less: they judged part of it or came from other runs' pools, and the rest of the
-    pool counts as non-relevant),
-    `num_topics`."""
+    """Each topic's stratum by the share of its pool's documents that the full qrels judge,
+    `num_topics` (:data:`REFERENCE_LABELS`; 100%: the qrels were pooled from these runs at least
+    as deep as the pool; less: they judged part of it or came from other runs' pools, and the
+    rest of the pool counts as non-relevant)."""
     in_qrels = Judgements.from_qrels(pool, qrels).judged
     share = np.bincount(pool.item_topic, weights=in_qrels, minlength=pool.num_topics)
     share /= np.maximum(np.diff(pool.topic_start), 1)
