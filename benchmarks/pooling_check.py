@@ -154,28 +154,34 @@ def _reference_strata(pool: Any, qrels: Any) -> np.ndarray:
     return index
 
 
-def _reference_depth(pool: Any, qrels: Any) -> tuple[np.ndarray, list[str]]:
-    """Each item's stratum by its topic's :func:`_reference_strata` and its best rank's
-    doubling (:func:`_depth_bins`), and the labels (``"100% 65-100"``)."""
+def _reference_depth(pool: Any, reference: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Each item's stratum by its topic's ``reference`` stratum (:func:`_reference_strata`)
+    and its best rank's doubling (:func:`_depth_bins`), and the labels (``"100% 65-100"``)."""
     depth, depth_labels = _depth_bins(pool)
-    reference = _reference_strata(pool, qrels)[pool.item_topic]
     labels = [f"{r} {d}" for r, d in itertools.product(REFERENCE_LABELS, depth_labels)]
-    return reference * len(depth_labels) + depth, labels
+    return reference[pool.item_topic] * len(depth_labels) + depth, labels
 
 
 def _unpooled_split(
-    qrels: Any, level: int, result: Any, model: Any, strategy: Any, seed: int
+    qrels: Any,
+    level: int,
+    result: Any,
+    model: Any,
+    strategy: Any,
+    seed: int,
+    reference: np.ndarray,
 ) -> tuple[tuple[float, ...], np.ndarray]:
     """The relevant documents outside the pool, estimated (as the strategy's estimates do:
     :func:`unpooled_draws`) and true (the qrels'), and the runs' MAP error and 90% coverage
     with each: with the true counts what is left is the relevance model's own error.
     Totals over the topics (see :data:`SPLIT_KEYS`); and per stratum of topics by the qrels'
-    judging of their pool (:func:`_reference_strata`), `strata x PROVENANCE_KEYS`: topics,
-    unjudged relevant documents expected under the draws and true, outside the pool estimated
-    and true, the stratum's share of the mean MAP error with the estimate and with the true
-    counts (``run_measures(topics=...)``: the shares add up to the MAP error), and the ``K``
-    that fits the stratum: its true relevant documents outside the pool over its true relevant
-    documents per doubling (:func:`last_doubling`, the strategy's window)."""
+    judging of their pool (``reference``, :func:`_reference_strata`), `strata x
+    PROVENANCE_KEYS`: topics, unjudged relevant documents expected under the draws and true,
+    outside the pool estimated and true, the stratum's share of the mean MAP error with the
+    estimate and with the true counts (``run_measures(topics=...)``: the shares add up to the
+    MAP error), and the ``K`` that fits the stratum: its true relevant documents outside the
+    pool over its true relevant documents per doubling (:func:`last_doubling`, the strategy's
+    window)."""
     pool, judged = result.pool, result.judgements
     rng = np.random.default_rng(seed)
     grades = sample_grades(
@@ -198,7 +204,6 @@ def _unpooled_split(
         lower, upper = np.quantile(maps, [0.05, 0.95], axis=0)
         out.append(float(np.mean(maps.mean(axis=0) - truth)))
         out.append(float(np.mean((lower <= truth) & (truth <= upper))))
-    stratum = _reference_strata(pool, qrels)
     unjudged = ~judged.judged
     expected = np.bincount(
         pool.item_topic[unjudged],
@@ -211,7 +216,7 @@ def _unpooled_split(
     per_doubling = last_doubling(pool, (true_grades >= level)[None], strategy.unpooled_window)[0]
     rows = np.zeros((len(REFERENCE_LABELS), len(PROVENANCE_KEYS)))
     for b in range(len(REFERENCE_LABELS)):
-        inside = stratum == b
+        inside = reference == b
         if not inside.any():
             continue
         # the stratum's share of the true MAP (run_measures equals trec_eval on full qrels)
@@ -274,6 +279,7 @@ def main() -> None:
             model = fit_relevance(judged, level=level, settings=settings)
             expected = model.predict(pool.ranks, pool.item_topic)
             unjudged = ~judged.judged
+            reference = _reference_strata(pool, qrels)
             averaged = np.zeros(pool.num_items)
             averaged[unjudged] = _posterior_mean(
                 model, pool, np.flatnonzero(unjudged), strategy.estimate_samples
@@ -281,7 +287,7 @@ def main() -> None:
             strata = {
                 **_strata(pool),
                 **_fit_strata(pool, expected, ~unjudged, truth),
-                "qrels judge, rank": _reference_depth(pool, qrels),
+                "qrels judge, rank": _reference_depth(pool, reference),
             }
             for kind, (index, names) in strata.items():
                 labels[kind] = names
@@ -304,7 +310,9 @@ def main() -> None:
                 estimates.lower["map"],
                 estimates.upper["map"],
             )
-            split_totals, split_rows = _unpooled_split(qrels, level, result, model, strategy, seed)
+            split_totals, split_rows = _unpooled_split(
+                qrels, level, result, model, strategy, seed, reference
+            )
             unpooled.append(split_totals)
             provenance += split_rows
             errors.append(float(np.mean(mean - true_map)))
