@@ -15,14 +15,17 @@ reliability table of the unjudged documents beside the judged ones), and its top
 relevant documents among the topic's judged ones; and the share of the topic's pool that the
 full qrels judge (below) crossed with the best rank. Last, the runs' MAP: the mean signed error
 of the estimates (estimate - truth), the share of runs estimated too low, the mean half-width of
-the 90% intervals and their coverage; and that error split in two: the relevant documents
-outside the pool as the estimates put them (``unpooled_draws``) against the qrels' own, and the
-runs' MAP error and coverage with each (with the true counts, what is left is the relevance
-model's own error). Last, that split by the topics' reference qrels: strata of topics by the
-share of their pool's documents that the full qrels judge (100%: qrels pooled from these runs
-at least as deep, as Robust03's topics 601-650; less: qrels that judged part of the pool, as
-DL 2021's, or were pooled from other runs, as Robust03's older topics from TREC 6-8),
-with each stratum's share of the MAP error (``run_measures(topics=...)``; the shares add up to
+the 90% intervals and their coverage; and that error split by the count of relevant documents
+outside the pool: the runs' MAP error, coverage and half-width with the estimates' count
+(``unpooled_draws``), with each draw's expected count instead of its drawn one (no Bernoulli
+noise), with the estimate scaled to the true total (how it shares the total among the topics),
+with the true total shared by the topics' true relevant documents per doubling (the
+discovery-curve rule knowing the pool's relevance), and with the qrels' own counts (what is left
+is the relevance model's own error). Last, that split by the topics' reference qrels: strata of
+topics by the share of their pool's documents that the full qrels judge (100%: qrels pooled
+from these runs at least as deep, as Robust03's topics 601-650; less: qrels that judged part of
+the pool, as DL 2021's, or were pooled from other runs, as Robust03's older topics from TREC
+6-8), with each stratum's share of the MAP error (``run_measures(topics=...)``; the shares add up to
 the error). Sums and means over seeds. Prints the tables, then one JSON object.
 
 Run: ``.venv/bin/python benchmarks/pooling_check.py [--collections dl2021 robust03]
@@ -34,6 +37,7 @@ and the strategy's options as in ``benchmarks/pooling.py``).
 from __future__ import annotations
 
 import argparse
+import copy
 import itertools
 import json
 import sys
@@ -51,8 +55,8 @@ from probrank.pooling.pool import Judgements
 from probrank.pooling.simulate import simulate
 from probrank.pooling.strategies.bayesian import (
     fit_relevance,
+    grade_draws,
     last_doubling,
-    sample_grades,
     unpooled_draws,
 )
 
@@ -118,13 +122,19 @@ def _strata(pool: Any) -> dict[str, tuple[np.ndarray, list[str]]]:
     return {"best rank": _depth_bins(pool), "runs ranking it": (run_bins, run_labels)}
 
 
+SPLIT_VARIANTS = {
+    "estimated": "the estimate (the strategy's)",
+    "expected": "each draw's expected count",
+    "rescaled": "the estimate scaled to the true total",
+    "rule": "the true total by true per doubling",
+    "true": "the true counts (the model's own)",
+}
+"""The counts of relevant documents outside the pool that the check computes the runs' MAP
+with (:func:`_unpooled_split`)."""
 SPLIT_KEYS = (
     "estimated",
     "true",
-    "error_estimated",
-    "coverage_estimated",
-    "error_true",
-    "coverage_true",
+    *(f"{m}_{v}" for v in SPLIT_VARIANTS for m in ("error", "coverage", "half_width")),
 )
 
 
@@ -172,8 +182,14 @@ def _unpooled_split(
     reference: np.ndarray,
 ) -> tuple[tuple[float, ...], np.ndarray]:
     """The relevant documents outside the pool, estimated (as the strategy's estimates do:
-    :func:`unpooled_draws`) and true (the qrels'), and the runs' MAP error and 90% coverage
-    with each: with the true counts what is left is the relevance model's own error.
+    :func:`unpooled_draws`) and true (the qrels'), and the runs' MAP error, 90% coverage and
+    mean half-width with each count of :data:`SPLIT_VARIANTS`: the estimate; the same with
+    ``K`` times the relevant documents per doubling that each draw expects (its P(relevant))
+    instead of those it drew (without the draw's Bernoulli noise; the same ``K`` draws); the
+    estimate scaled in each draw to the true total (what is left is how it shares the total
+    among the topics); the true total shared among the topics as their true relevant
+    documents per doubling (how well the discovery-curve rule shares it, knowing the pool's
+    relevance); and the true counts (what is left is the relevance model's own error).
     Totals over the topics (see :data:`SPLIT_KEYS`); and per stratum of topics by the qrels'
     judging of their pool (``reference``, :func:`_reference_strata`), `strata x
     PROVENANCE_KEYS`: topics, unjudged relevant documents expected under the draws and true,
@@ -184,36 +200,50 @@ def _unpooled_split(
     window)."""
     pool, judged = result.pool, result.judgements
     rng = np.random.default_rng(seed)
-    grades = sample_grades(
-        judged, model, level=level, num_samples=strategy.estimate_samples, rng=rng
+    probabilities = model.posterior(
+        pool.ranks, pool.item_topic, num_samples=strategy.estimate_samples, seed=rng
     )
-    estimated = unpooled_draws(
-        pool,
-        grades >= level,
-        rng,
-        doublings=strategy.unpooled_doublings,
-        sd=strategy.unpooled_sd,
-        window=strategy.unpooled_window,
-    )
+    grades = grade_draws(judged, probabilities, level=level, rng=rng)
+    options = {
+        "doublings": strategy.unpooled_doublings,
+        "sd": strategy.unpooled_sd,
+        "window": strategy.unpooled_window,
+    }
+    replay = copy.deepcopy(rng)  # the same K draws for the expected count
+    estimated = unpooled_draws(pool, grades >= level, rng, **options)
+    expected_relevance = np.where(judged.judged, judged.grades >= level, probabilities)
+    true_grades = pool.grades_from(qrels).astype(np.float64)
     true = np.broadcast_to(pool.unpooled_relevant(qrels, level).astype(float), estimated.shape)
+    total = true[0].sum()
+    per_doubling = last_doubling(pool, (true_grades >= level)[None], strategy.unpooled_window)[0]
+    counts = {
+        "estimated": estimated,
+        "expected": unpooled_draws(
+            pool, grades >= level, replay, expected=expected_relevance, **options
+        ),
+        "rescaled": estimated * total / np.maximum(estimated.sum(axis=1, keepdims=True), 1e-12),
+        "rule": np.broadcast_to(
+            per_doubling * total / max(per_doubling.sum(), 1e-12), estimated.shape
+        ),
+        "true": true,
+    }
     ideal = ideal_dcg(pool, grades)
     truth = result.truth["map"]
-    out = [float(estimated.sum(axis=1).mean()), float(true[0].sum())]
-    for extra in (estimated, true):
-        maps, _ = run_measures(pool, grades, level=level, extra_relevant=extra, ideal=ideal)
+    out = [float(estimated.sum(axis=1).mean()), float(total)]
+    for name in SPLIT_VARIANTS:
+        maps, _ = run_measures(pool, grades, level=level, extra_relevant=counts[name], ideal=ideal)
         lower, upper = np.quantile(maps, [0.05, 0.95], axis=0)
         out.append(float(np.mean(maps.mean(axis=0) - truth)))
         out.append(float(np.mean((lower <= truth) & (truth <= upper))))
+        out.append(float(np.mean((upper - lower) / 2)))
     unjudged = ~judged.judged
     expected = np.bincount(
         pool.item_topic[unjudged],
         weights=(grades[:, unjudged] >= level).mean(axis=0),
         minlength=pool.num_topics,
     )
-    true_grades = pool.grades_from(qrels).astype(np.float64)
     relevant = (true_grades >= level) & unjudged
     relevant_count = np.bincount(pool.item_topic, weights=relevant, minlength=pool.num_topics)
-    per_doubling = last_doubling(pool, (true_grades >= level)[None], strategy.unpooled_window)[0]
     rows = np.zeros((len(REFERENCE_LABELS), len(PROVENANCE_KEYS)))
     for b in range(len(REFERENCE_LABELS)):
         inside = reference == b
@@ -354,10 +384,12 @@ def main() -> None:
         summary["unpooled"] = dict(zip(SPLIT_KEYS, map(float, split), strict=True))
         print(
             f"  relevant outside the pool: estimated {split[0]:.1f} (mean of the draws), true "
-            f"{split[1]:.0f}; MAP with the estimate: error {split[2]:+.4f}, coverage "
-            f"{split[3]:.2f}; with the true counts (the relevance model's own error): error "
-            f"{split[4]:+.4f}, coverage {split[5]:.2f}"
+            f"{split[1]:.0f}; the runs' MAP with each count outside the pool (mean over seeds):"
         )
+        print(f"  {'count outside the pool':<40} {'error':>8} {'coverage':>8} {'half-width':>10}")
+        for i, description in enumerate(SPLIT_VARIANTS.values()):
+            error, coverage, width = split[2 + 3 * i : 5 + 3 * i]
+            print(f"  {description:<40} {error:+8.4f} {coverage:8.2f} {width:10.4f}")
         provenance /= args.seeds
         summary["by_reference"] = {
             name: dict(zip(PROVENANCE_KEYS, map(float, row), strict=True))

@@ -72,6 +72,7 @@ __all__ = [
     "ap_sensitivities",
     "bayesian_estimates",
     "fit_relevance",
+    "grade_draws",
     "last_doubling",
     "pair_weights",
     "unpooled_draws",
@@ -129,17 +130,39 @@ def sample_grades(
     rng: np.random.Generator,
 ) -> np.ndarray:
     """Draws of every item's grade: judged ones as judged, the rest from the posterior,
-    `num_samples x num_items`."""
+    `num_samples x num_items` (:func:`grade_draws` of the model's posterior draws of
+    P(relevant))."""
     pool = judgements.pool
-    probs = model.posterior(
-        pool.ranks, pool.item_topic, num_samples=num_samples, seed=rng
-    )  # s x items
-    relevant = rng.random(probs.shape) < probs
+    probs = model.posterior(pool.ranks, pool.item_topic, num_samples=num_samples, seed=rng)
+    return grade_draws(judgements, probs, level=level, rng=rng)
+
+
+def grade_draws(
+    judgements: Judgements,
+    probabilities: np.ndarray,
+    *,
+    level: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Draws of every item's grade given each draw's P(relevant) of the items: an unjudged
+    item is relevant with that probability and takes a grade of the judged relevant (or
+    other) items at random; judged items keep their grades.
+
+    Args:
+        judgements: The judgements.
+        probabilities: P(relevant) of every item per draw, `s x num_items`.
+        level: Grades >= ``level`` are relevant.
+        rng: Generator of the draws.
+
+    Returns:
+        `s x num_items` float64.
+    """
+    relevant = rng.random(probabilities.shape) < probabilities
     rel_grades, other_grades = _grade_sampler(judgements.grades, level)
     grades = np.where(
         relevant,
-        rng.choice(rel_grades, size=probs.shape),
-        rng.choice(other_grades, size=probs.shape),
+        rng.choice(rel_grades, size=probabilities.shape),
+        rng.choice(other_grades, size=probabilities.shape),
     ).astype(np.float64)
     judged = judgements.judged
     grades[:, judged] = judgements.grades[judged]
@@ -193,6 +216,7 @@ def unpooled_draws(
     doublings: float = 0.0,
     sd: float = 0.5,
     window: int = 1,
+    expected: np.ndarray | None = None,
 ) -> np.ndarray:
     """Each topic's relevant documents outside the pool, per draw of the items' relevance:
     the larger of Chao1 (``chao1_unpooled``) and ``K`` times the topic's relevant items
@@ -207,6 +231,10 @@ def unpooled_draws(
         doublings: Prior median of ``K``.
         sd: Prior sd of ``log K``.
         window: Doublings of the depth averaged over.
+        expected: Each draw's P(relevant) of the items (judged ones 0/1), `s x num_items`:
+            when given, ``K`` multiplies the relevant items per doubling the draw expects
+            instead of those it drew (the count without the draw's Bernoulli noise;
+            ``benchmarks/pooling_check.py``); Chao1 still counts the drawn ones.
 
     Returns:
         `s x num_topics`.
@@ -214,7 +242,8 @@ def unpooled_draws(
     extra = chao1_unpooled(pool, relevant.astype(np.float64))
     if doublings > 0:
         k = doublings * np.exp(rng.normal(0.0, sd, size=(relevant.shape[0], 1)))
-        extra = np.maximum(extra, k * last_doubling(pool, relevant, window))
+        counted = relevant if expected is None else expected
+        extra = np.maximum(extra, k * last_doubling(pool, counted, window))
     return extra
 
 

@@ -11,8 +11,12 @@ from probrank.pooling.strategies.bayesian import (
     Acquisition,
     bayesian_estimates,
     chao1_unpooled,
+    fit_relevance,
+    grade_draws,
     last_doubling,
     pair_weights,
+    sample_grades,
+    unpooled_draws,
 )
 from tests.pooling.conftest import synthetic_collection
 
@@ -74,6 +78,51 @@ def test_unpooled_doublings_extend_chao1_with_the_discovery_curve(window: int) -
     np.testing.assert_allclose(est.mean["map"], maps, atol=1e-9)
     plain = bayesian_estimates(judged, level=2, num_samples=10, seed=0)
     assert np.all(est.mean["map"] <= plain.mean["map"] + 1e-12)
+
+
+def test_unpooled_draws_can_count_each_draws_expected_relevance() -> None:
+    _qrels, runs = synthetic_collection(seed=1)
+    pool = Pool.from_runs(runs, depth=20)
+    rng = np.random.default_rng(0)
+    expected = rng.random((4, pool.num_items)) * 0.5
+    relevant = rng.random(expected.shape) < expected
+    options = {"doublings": 2.0, "sd": 0.3, "window": 1}
+    drawn = unpooled_draws(pool, relevant, np.random.default_rng(5), **options)
+    counted = unpooled_draws(pool, relevant, np.random.default_rng(5), expected=expected, **options)
+    k = 2.0 * np.exp(np.random.default_rng(5).normal(0.0, 0.3, size=(4, 1)))
+    chao1 = chao1_unpooled(pool, relevant.astype(float))
+    np.testing.assert_allclose(
+        drawn, np.maximum(chao1, k * last_doubling(pool, relevant)), atol=1e-12
+    )
+    np.testing.assert_allclose(
+        counted, np.maximum(chao1, k * last_doubling(pool, expected)), atol=1e-12
+    )
+    assert not np.allclose(drawn, counted)
+
+
+def test_sample_grades_draws_grades_from_the_posterior_probabilities() -> None:
+    qrels, runs = synthetic_collection(seed=1)
+    pool = Pool.from_runs(runs, depth=20)
+    judged = Judgements(pool)
+    grades = pool.grades_from(qrels)
+    judged.add(np.arange(0, pool.num_items, 3), grades[::3])
+    model = fit_relevance(judged, level=2)
+    sampled = sample_grades(judged, model, level=2, num_samples=6, rng=np.random.default_rng(3))
+    rng = np.random.default_rng(3)
+    probs = model.posterior(pool.ranks, pool.item_topic, num_samples=6, seed=rng)
+    np.testing.assert_array_equal(sampled, grade_draws(judged, probs, level=2, rng=rng))
+    # certain probabilities: every unjudged item takes a grade of the judged relevant
+    # (or other) ones; judged items keep theirs
+    rng = np.random.default_rng(4)
+    for p, relevant in ((1.0, True), (0.0, False)):
+        drawn = grade_draws(judged, np.full((3, pool.num_items), p), level=2, rng=rng)
+        unjudged = ~judged.judged
+        assert np.all((drawn[:, unjudged] >= 2) == relevant)
+        kept = grades[judged.judged] >= 2 if relevant else grades[judged.judged] < 2
+        assert set(np.unique(drawn[:, unjudged])) <= set(grades[judged.judged][kept])
+        np.testing.assert_array_equal(
+            drawn[:, judged.judged], np.tile(grades[judged.judged], (3, 1))
+        )
 
 
 def test_explore_share_draws_unjudged_documents_reproducibly() -> None:
