@@ -20,8 +20,9 @@ TEST_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MPLBACKEND=Agg
 # the second leg: the newest Python on the machine (empty when none: an error under CI=true)
 NEWEST ?= $(shell tools/find-python --newest)
 # test modules that import ArviZ, Pyro, BoTorch or GPyTorch, or probrank's parts built on them
-# (not tests/docs: the site is built, and its tests run, on the first leg)
-STACK_TESTS = $(shell grep -lrE '^\s*(import|from) (pyro|botorch|arviz|gpytorch)\b|probrank(\.|/)(_arviz|diagnostics|inference|posteriors|acquisition|likelihoods|nn|models|interactive|demo|evaluation\.bayesian)' tests --include='test_*.py' | grep -v '^tests/docs/' | sort)
+# (the pooling strategy's module fits probrank.models.pooling, with Pyro's NUTS as an option;
+# not tests/docs: the site is built, and its tests run, on the first leg)
+STACK_TESTS = $(shell grep -lrE '^\s*(import|from) (pyro|botorch|arviz|gpytorch)\b|probrank(\.|/)(_arviz|diagnostics|inference|posteriors|acquisition|likelihoods|nn|models|interactive|demo|evaluation\.bayesian|pooling\.strategies\.bayesian)' tests --include='test_*.py' | grep -v '^tests/docs/' | sort)
 
 .PHONY: demo test lint docs pytest second-leg leg-demo leg-pytest bench setup clean
 
