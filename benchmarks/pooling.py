@@ -11,8 +11,13 @@ up to each budget (shares of the pool), over several seeds. At each budget: Kend
 the runs' MAP and nDCG@10 estimates against the full qrels' values (cut at depth 100,
 trec_eval ``-M 100``), the RMSE of MAP, the relevant documents found, the share of runs whose
 90% interval covers their true MAP (strategies with intervals: ``bayesian``), and the seconds
-from the start of the simulation (strategy and estimates; the truth's evaluation excluded).
-Means over seeds. Prints a table, then one JSON object.
+from the start of the simulation (strategy and estimates; the truth's evaluation excluded),
+and the strategy's held-out check of its relevance model on the documents it explored
+uniformly (:mod:`probrank.pooling.checks`; ``bayesian``): relevant documents found / expected
+among them, then the share of seeds whose count falls outside its 90% predictive interval
+(``explored_found``, ``explored_expected``, ``explored_flagged`` and the explored documents
+judged, ``explored_documents``, in the JSON). Means over
+seeds. Prints a table, then one JSON object.
 
 Run: ``.venv/bin/python benchmarks/pooling.py [--collections dl2021 robust03] [--strategies
 ...] [--budgets 1 2 5 10 20 30] [--seeds 5] [--quick] [--posterior laplace] [--cell-effects
@@ -129,6 +134,23 @@ def model_settings(args: argparse.Namespace) -> PoolingModelSettings:
     )
 
 
+def _explored_columns(checks: list[Any]) -> dict[str, float | None]:
+    """The means over seeds of the explored-documents check (``None`` without one)."""
+    if not checks:
+        return {
+            "explored_documents": None,
+            "explored_found": None,
+            "explored_expected": None,
+            "explored_flagged": None,
+        }
+    return {
+        "explored_documents": float(np.mean([c.documents for c in checks])),
+        "explored_found": float(np.mean([c.found for c in checks])),
+        "explored_expected": float(np.mean([c.expected for c in checks])),
+        "explored_flagged": float(np.mean([not c.lower <= c.found <= c.upper for c in checks])),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -162,7 +184,8 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     header = (
         f"{'collection':<10} {'strategy':<16} {'budget':>6} {'judged':>7} {'tau_map':>8} "
-        f"{'tau_ndcg':>8} {'rmse_map':>8} {'relevant':>8} {'coverage':>8} {'seconds':>8}"
+        f"{'tau_ndcg':>8} {'rmse_map':>8} {'relevant':>8} {'coverage':>8} {'seconds':>8} "
+        f"{'explored':>13}"
     )
     print(header)
     for collection in args.collections:
@@ -178,6 +201,7 @@ def main() -> None:
             for i, budget in enumerate(budgets):
                 results = [seeds[i] for seeds in per_seed]
                 cover = [r.coverage for r in results if not np.isnan(r.coverage)]
+                checks = [r.explored for r in results if r.explored is not None]
                 row = {
                     "collection": collection,
                     "strategy": strategy,
@@ -190,14 +214,21 @@ def main() -> None:
                     "coverage_map": float(np.mean(cover)) if cover else None,
                     "seconds": float(np.mean([r.seconds for r in results])),
                     "seeds": args.seeds,
+                    **_explored_columns(checks),
                 }
                 rows.append(row)
                 coverage = "-" if row["coverage_map"] is None else f"{row['coverage_map']:.2f}"
+                explored = (
+                    "-"
+                    if not checks
+                    else f"{row['explored_found']:.0f}/{row['explored_expected']:.0f} "
+                    f"{row['explored_flagged']:.1f}"
+                )
                 print(
                     f"{collection:<10} {strategy:<16} {budget:>6} {row['judged']:>7} "
                     f"{row['tau_map']:>8.3f} {row['tau_ndcg_cut_10']:>8.3f} "
                     f"{row['rmse_map']:>8.4f} {row['relevant_found']:>8.0f} {coverage:>8} "
-                    f"{row['seconds']:>8.1f}",
+                    f"{row['seconds']:>8.1f} {explored:>13}",
                     flush=True,
                 )
     summary = {

@@ -137,7 +137,9 @@ def add_arguments(pool: argparse.ArgumentParser) -> None:
             "Judge the depth-POOL_DEPTH pool of RUNS from QRELS with a strategy (a document "
             "the qrels do not judge counts as not relevant) up to each budget; write "
             "DIR/judged.qrels (judging order), DIR/estimates.json (each budget's MAP and "
-            "nDCG@10 estimates with 90% intervals, Kendall tau, RMSE, coverage) and "
+            "nDCG@10 estimates with 90% intervals, Kendall tau, RMSE, coverage; for the "
+            "bayesian strategy its check on the documents it explored uniformly: relevant "
+            "found, expected and the 90% predictive interval of the count) and "
             "DIR/simulation.png (tau and RMSE against judgements)."
         ),
     )
@@ -199,11 +201,17 @@ def run(args: argparse.Namespace) -> None:
             print(strict_json(result.to_json()))
             return
         header = ("judged", "relevant", "tau_map", "tau_ndcg", "rmse_map", "coverage")
-        print(" ".join(f"{h:>8}" for h in header))
+        print(" ".join(f"{h:>8}" for h in header) + f" {'explored (90% predictive)':>26}")
         for b in result.budgets:
+            check = b.explored
+            explored = (
+                "-"
+                if check is None
+                else f"{check.found}/{check.expected:.1f} ({check.lower:.0f}-{check.upper:.0f})"
+            )
             print(
                 f"{b.judgements:>8} {b.relevant_found:>8} {b.tau_map:>8.3f} {b.tau_ndcg:>8.3f}"
-                f" {b.rmse_map:>8.4f} {b.coverage:>8.2f}"
+                f" {b.rmse_map:>8.4f} {b.coverage:>8.2f} {explored:>26}"
             )
         print(f"wrote {paths['qrels']}, {paths['estimates']}, {paths['plot']}")
         return

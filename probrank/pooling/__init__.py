@@ -7,9 +7,12 @@
 * :mod:`~probrank.pooling.measures`: MAP and nDCG@10 of every run, vectorised over draws;
 * :mod:`~probrank.pooling.estimates`: :class:`PoolEstimates` (means, 90% intervals,
   P(A > B));
+* :mod:`~probrank.pooling.checks`: :class:`ExploredCheck`, the ``bayesian`` strategy's
+  held-out check of its relevance model on the documents it explored uniformly;
 * :mod:`~probrank.pooling.simulate`: simulation against full qrels, ``probrank pool``'s work.
 """
 
+from probrank.pooling.checks import ExploredCheck
 from probrank.pooling.estimates import PoolEstimates, point_estimates
 from probrank.pooling.pool import Judgements, Pool
 from probrank.pooling.simulate import next_documents, simulate, write_simulation
@@ -18,6 +21,7 @@ from probrank.pooling.strategies.bayesian import bayesian_estimates
 
 __all__ = [
     "STRATEGIES",
+    "ExploredCheck",
     "Judgements",
     "Pool",
     "PoolEstimates",

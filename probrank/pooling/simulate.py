@@ -25,6 +25,7 @@ import numpy as np
 
 from probrank.data.trec import Qrels, Run
 from probrank.exceptions import InputDataError
+from probrank.pooling.checks import ExploredCheck
 from probrank.pooling.estimates import PoolEstimates
 from probrank.pooling.pool import Judgements, Pool
 from probrank.pooling.strategies import Strategy, make_strategy
@@ -118,6 +119,9 @@ class BudgetResult:
         tau_ndcg: The same for nDCG@10.
         rmse_map: Root mean squared error of the estimated MAP.
         coverage: Share of runs whose 90% interval holds the true MAP (NaN for points).
+        explored: The strategy's check of its relevance model on the explored documents
+            (:class:`~probrank.pooling.checks.ExploredCheck`; None for a strategy without
+            one).
     """
 
     judgements: int
@@ -128,6 +132,7 @@ class BudgetResult:
     tau_ndcg: float
     rmse_map: float
     coverage: float
+    explored: ExploredCheck | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The budget's entry of ``estimates.json``."""
@@ -141,6 +146,7 @@ class BudgetResult:
             "coverage_map": None if math.isnan(self.coverage) else self.coverage,
             "runs": self.estimates.to_json(),
             "p_better_map": self.estimates.pairwise_json(),
+            "explored": None if self.explored is None else self.explored.to_json(),
         }
 
 
@@ -250,6 +256,7 @@ def simulate(
                 coverage=float(np.mean((lower <= truth["map"]) & (truth["map"] <= upper)))
                 if interval
                 else float("nan"),
+                explored=selector.explored_check(seed=seed),
             )
         )
     bar.close()

@@ -61,6 +61,9 @@ def test_simulate_writes_its_outputs(files, capsys) -> None:
     lines = (out / "judged.qrels").read_text().splitlines()
     assert len(lines) == expected[-1] and all(len(line.split()) == 4 for line in lines)
     assert (out / "simulation.png").read_bytes()[:4] == b"\x89PNG"
+    # the first 5 documents per topic are the warm-up (depth-k order): nothing explored
+    # (test_simulate.py checks the entry once documents are)
+    assert [b["explored"] for b in written["budgets"]] == [None, None]
 
 
 def test_next_prints_documents(files, capsys) -> None:

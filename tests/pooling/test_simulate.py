@@ -12,7 +12,7 @@ from probrank.pooling.simulate import (
     resolve_budgets,
     simulate,
 )
-from probrank.pooling.strategies import STRATEGIES, StrategyName, make_strategy
+from probrank.pooling.strategies import STRATEGIES, Bayesian, StrategyName, make_strategy
 from tests.pooling.conftest import synthetic_collection
 
 
@@ -44,6 +44,20 @@ def test_every_strategy_simulates(name: str) -> None:
     last = result.budgets[-1]
     assert -1.0 <= last.tau_map <= 1.0 and last.rmse_map >= 0
     assert last.relevant_found == int(np.sum(result.judgements.grades >= 2))
+
+
+def test_bayesian_budgets_carry_the_explored_check() -> None:
+    qrels, runs = synthetic_collection(seed=0)
+    strategy = Bayesian(warmup_per_topic=2, explore_share=0.5, batch_share=0.1)
+    result = simulate(qrels, runs, strategy, ["10%", "50%"], seed=1, pool_depth=20, level=2)
+    last = result.budgets[-1].explored
+    assert last is not None and last.documents > 0
+    judged = result.judgements
+    entry = result.budgets[-1].to_json()["explored"]
+    assert entry == last.to_json()
+    assert entry["found"] <= entry["documents"] <= len(judged) // 2
+    depth = simulate(qrels, runs, "depth-k", ["10%"], seed=1, pool_depth=20, level=2)
+    assert depth.budgets[0].explored is None and depth.budgets[0].to_json()["explored"] is None
 
 
 def test_empty_qrels_is_an_error() -> None:

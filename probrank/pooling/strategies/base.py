@@ -1,7 +1,8 @@
 """The interface of pooling strategies: a :class:`Strategy` is configuration; its
 :meth:`Strategy.start` opens a :class:`Selector` on a pool and the judgements so far, which
 proposes documents (``propose``), learns their grades (``observe``) and estimates the runs'
-measures (``estimate``)."""
+measures (``estimate``); a selector that explores (``bayesian``) also checks its relevance
+model on the explored documents (``explored_check``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from enum import Enum
 
 import numpy as np
 
+from probrank.pooling.checks import ExploredCheck
 from probrank.pooling.estimates import PoolEstimates, point_estimates
 from probrank.pooling.pool import Judgements, Pool
 
@@ -65,6 +67,11 @@ class Selector(ABC):
     def estimate(self, *, seed: int = 0) -> PoolEstimates:
         """The runs' measures from the judgements so far (default: unjudged not relevant)."""
         return point_estimates(self.judgements, level=self.level)
+
+    def explored_check(self, *, seed: int = 0) -> ExploredCheck | None:
+        """The held-out check of the strategy's relevance model on its uniformly explored
+        documents (:mod:`probrank.pooling.checks`); None for a strategy without one."""
+        return None
 
 
 class Strategy(ABC):

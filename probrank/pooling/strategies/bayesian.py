@@ -30,7 +30,10 @@ runs' measures by sampling it, and judgements chosen where they most sharpen the
   AP-prior weight of its ranks (Aslam et al. 2006; its influence on the runs' AP); an
   ``explore_share`` of each topic's batch is drawn uniformly from its unjudged documents
   instead, so that the model sees the deep, rarely retrieved documents whose relevance it
-  would otherwise extrapolate (and over-predict) from the top ranks.
+  would otherwise extrapolate (and over-predict) from the top ranks. Their predictive
+  P(relevant) when chosen is kept, so that once judged they check the model where the
+  estimates extrapolate (:meth:`BayesianSelector.explored_check`, :mod:`probrank.pooling.checks`;
+  with ``posterior="nuts"`` the predictive checked is the Laplace's the strategy chooses with).
   ``pairwise`` is a first-order proxy of the expected reduction of the ranking's
   uncertainty: judging document ``d`` removes its relevance variance ``v_d = p_d (1 - p_d)``
   (posterior predictive) from every difference of two runs' MAP, by
@@ -58,6 +61,7 @@ import numpy as np
 
 from probrank.models._settings import check_positive, check_positive_int
 from probrank.models.pooling import PoolingModelSettings, PoolingRelevanceModel
+from probrank.pooling.checks import ExploredCheck, ExploredRecord
 from probrank.pooling.estimates import PoolEstimates
 from probrank.pooling.measures import ideal_dcg, run_measures
 from probrank.pooling.pool import Judgements, Pool
@@ -389,6 +393,7 @@ class BayesianSelector(Selector):
         weights = np.where(pool.ranks > 0, prior[np.maximum(pool.ranks, 1) - 1], 0.0)
         self.influence = (weights**2).mean(axis=0)  # items
         self.warmup = DepthKSelector(pool, judgements, level, rng)
+        self.explored = ExploredRecord()
 
     @property
     def batch_size(self) -> int:
@@ -407,13 +412,14 @@ class BayesianSelector(Selector):
         self._refit()
         pool = self.pool
         rng = self.rng
-        probs = self.model.posterior(
+        predictive = self.model.posterior(
             pool.ranks,
             pool.item_topic,
             num_samples=self.strategy.acquisition_samples,
             seed=rng,
             mcmc=False,  # with posterior="nuts" the chain runs for the estimates only
-        ).mean(axis=0)
+        )
+        probs = predictive.mean(axis=0)
         variance = np.where(judged, -np.inf, probs * (1.0 - probs))
         if self.strategy.acquisition is Acquisition.INFLUENCE:
             score = variance * self.influence
@@ -439,7 +445,7 @@ class BayesianSelector(Selector):
             np.bincount(pool.item_topic[judged], minlength=pool.num_topics),
             np.diff(pool.topic_start),
         )
-        chosen = []
+        chosen, explored = [], []
         for t in np.flatnonzero(quota):
             items = pool.topic_items(int(t))
             ranked = round((1.0 - share) * quota[t])
@@ -448,15 +454,26 @@ class BayesianSelector(Selector):
             if self.strategy.acquisition is Acquisition.INFLUENCE:
                 rest = rest[np.isfinite(variance[rest])]
                 rest = rng.permutation(rest)[: quota[t] - ranked]
+                explored.append(rest)
             else:
                 rest = rest[np.argsort(-variance[rest], kind="stable")[: quota[t] - ranked]]
             chosen.append(np.concatenate([best, rest]))
         out = np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
         out = out[np.isfinite(variance[out])]
+        if explored:
+            uniform = np.concatenate(explored).astype(np.int64)
+            self.explored.add(uniform, predictive[:, uniform])
         return out[np.argsort(-score[out], kind="stable")].astype(np.int64)
 
     def observe(self, items: np.ndarray, grades: np.ndarray) -> None:
         self.warmup.observe(items, grades)
+
+    def explored_check(self, *, seed: int = 0) -> ExploredCheck | None:
+        """The relevant documents found among the judged uniformly explored documents
+        against the model's predictive distribution when it chose them
+        (:meth:`~probrank.pooling.checks.ExploredRecord.check`); None before any is judged
+        (or with ``acquisition="pairwise"``, which explores by variance, not uniformly)."""
+        return self.explored.check(self.judgements, level=self.level, seed=seed)
 
     def estimate(self, *, seed: int = 0) -> PoolEstimates:
         self._refit()
@@ -487,7 +504,11 @@ class Bayesian(Strategy):
         acquisition_samples: Posterior draws behind the acquisition's relevance variances.
         estimate_samples: Posterior draws behind the estimates.
         explore_share: With ``influence``: share of each topic's batch drawn uniformly from
-            its unjudged documents (the rest by the influence score).
+            its unjudged documents (the rest by the influence score): ``quota - round((1 -
+            share) * quota)`` of a topic's ``quota`` documents, so a topic given one or two
+            in a batch explores none of them (a batch of fewer than about three documents
+            per topic: the judging page's one at a time, ``pool next -k`` below that, a
+            simulation's last batch before a budget).
         unpooled_doublings: Prior median of the doublings of the pool depth whose relevant
             documents the pool misses (0: Chao1 alone; see :func:`bayesian_estimates`).
         unpooled_sd: Prior sd of the log of those doublings.

@@ -6,7 +6,7 @@ import pytest
 from probrank.exceptions import InputDataError
 from probrank.pooling.measures import run_measures
 from probrank.pooling.pool import Judgements, Pool
-from probrank.pooling.strategies import Bayesian
+from probrank.pooling.strategies import Bayesian, make_strategy
 from probrank.pooling.strategies.bayesian import (
     Acquisition,
     bayesian_estimates,
@@ -142,6 +142,35 @@ def test_explore_share_draws_unjudged_documents_reproducibly() -> None:
             batches.append(items.tolist())
         proposals.append(batches)
     assert proposals[0] == proposals[1]
+
+
+def test_explored_documents_check_the_model_held_out() -> None:
+    qrels, runs = synthetic_collection(seed=2)
+    pool = Pool.from_runs(runs, depth=20)
+    grades = pool.grades_from(qrels)
+    judged = Judgements(pool)
+    selector = Bayesian(warmup_per_topic=2, explore_share=0.5).start(pool, judged, level=2)
+    batches = []
+    for _ in range(4):
+        items = selector.propose(8)
+        if len(judged) >= 8:  # after the warm-up batch (depth-k order, nothing explored)
+            batches.append(items)
+        judged.add(items, grades[items])
+        selector.observe(items, grades[items])
+        if len(batches) == 1:
+            assert selector.explored_check() is not None
+    explored = np.array(sorted(selector.explored._items))
+    # half of each topic's two documents per batch: 4 of 8, in each of the 3 batches after
+    # the warm-up
+    assert len(explored) == 12 and np.isin(explored, np.concatenate(batches)).all()
+    check = selector.explored_check(seed=0)
+    assert check.documents == 12
+    assert check.found == int(np.sum(grades[explored] >= 2))
+    # predicted when chosen, before the judgement: not the refitted model's P(relevant)
+    assert 0 < check.expected < 12
+    assert check.lower <= check.upper and 0 < check.p_value <= 1
+    assert Bayesian().start(pool, Judgements(pool), level=2).explored_check() is None
+    assert make_strategy("depth-k").start(pool, judged, level=2).explored_check() is None
 
 
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # no nan scores (judged: -inf)
