@@ -12,10 +12,11 @@ and the standing judgements whenever an annotator needs a document
 the project's seed), so the choice is a function of the judgements alone: an undo, a restart
 or another annotator's answer change it exactly as they change the judgements. That costs
 milliseconds on pools of hundreds of documents (the ``bayesian`` strategy refits its relevance
-model, a Laplace approximation by Newton's method, at each choice). A document shown to an
-annotator is reserved for them for :data:`LEASE_SECONDS` (a reload shows it again; others get
-the strategy's next choice meanwhile). After an undo the retracted document is shown again to
-the annotator who took it back.
+model, a Laplace approximation by Newton's method, at each choice; since documents come one
+at a time, it explores every fifth document of a topic uniformly, ``explore_by_count``). A
+document shown to an annotator is reserved for them for :data:`LEASE_SECONDS` (a reload shows
+it again; others get the strategy's next choice meanwhile). After an undo the retracted
+document is shown again to the annotator who took it back.
 
 Grades are :data:`GRADES` (0 not relevant, 1 relevant, 2 highly relevant); the strategies
 count grades >= :data:`LEVEL` as relevant.
@@ -27,14 +28,14 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from probrank.exceptions import InputDataError
 from probrank.pooling.pool import Judgements
-from probrank.pooling.strategies import make_strategy
+from probrank.pooling.strategies import Bayesian, make_strategy
 from probrank.serve.errors import BadRequest, Conflict, NotFound
 from probrank.serve.pool_source import PoolTopic, topics_digest
 from probrank.serve.pool_store import AlreadyJudged, PoolJudgement, PoolStore
@@ -192,6 +193,8 @@ class PoolService:
         if rounds is not None and (isinstance(rounds, bool) or rounds < 1):
             raise InputDataError(f"--rounds must be a positive integer, got {rounds!r}")
         self.strategy = make_strategy(strategy)
+        if isinstance(self.strategy, Bayesian):  # one document at a time: explore by count
+            self.strategy = replace(self.strategy, explore_by_count=True)
         self.topics = tuple(topics)
         self.store = store
         self.seed = int(seed)

@@ -114,6 +114,9 @@ def test_every_strategy_judges_the_whole_pool_once_with_reservations(
     assert sorted(judged) == sorted(service.topic("2").docnos) and len(judged) == size
     if strategy == "bayesian":  # its warm-up: the first five in depth-k order
         assert judged[:5] == _depth_k_order(vaswani_pool.runs, "2")[:5]
+        # one document at a time: it explores by the topic's count (a batch's 20% of one
+        # document would round to none; tests/pooling/strategies/test_bayesian.py)
+        assert service.strategy.explore_by_count
     relevant = sum(qrels.get(doc, 0) >= 1 for doc in judged)
     assert service.progress()[1] == {
         "qid": "2", "pool": size, "judged": size, "relevant": relevant, "done": True,

@@ -59,6 +59,7 @@ from enum import Enum
 
 import numpy as np
 
+from probrank.exceptions import InputDataError
 from probrank.models._settings import check_positive, check_positive_int
 from probrank.models.pooling import PoolingModelSettings, PoolingRelevanceModel
 from probrank.pooling.checks import ExploredCheck, ExploredRecord
@@ -373,6 +374,20 @@ def _equal_shares(k: int, judged: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return quota
 
 
+def _explored_slots(quota: int, share: float, judged: int, by_count: bool) -> int:
+    """How many of a topic's ``quota`` documents in a batch are explored (or, with
+    ``pairwise``, chosen by variance alone) rather than by the score.
+
+    Per batch: ``quota - round((1 - share) * quota)``, so a topic given one or two documents
+    in a batch explores none. ``by_count``: as many as the multiples of ``1 / share`` that the
+    topic's judged count crosses from ``judged`` to ``judged + quota`` (every fifth judgement
+    with 0.2), whatever the batches.
+    """
+    if by_count:
+        return int(share * (judged + quota) + 1e-9) - int(share * judged + 1e-9)
+    return quota - round((1.0 - share) * quota)
+
+
 class BayesianSelector(Selector):
     """The ``bayesian`` strategy at work (see the module documentation)."""
 
@@ -440,15 +455,13 @@ class BayesianSelector(Selector):
             # judged items: -inf (not -inf x 0 = nan where their spread is 0)
             score = np.where(judged, -np.inf, probs * (1.0 - probs) * np.maximum(spread, 0.0))
             share = self.strategy.calibration_share
-        quota = _equal_shares(
-            k,
-            np.bincount(pool.item_topic[judged], minlength=pool.num_topics),
-            np.diff(pool.topic_start),
-        )
+        counts = np.bincount(pool.item_topic[judged], minlength=pool.num_topics)
+        quota = _equal_shares(k, counts, np.diff(pool.topic_start))
         chosen, explored = [], []
         for t in np.flatnonzero(quota):
             items = pool.topic_items(int(t))
-            ranked = round((1.0 - share) * quota[t])
+            by_count = self.strategy.explore_by_count
+            ranked = quota[t] - _explored_slots(int(quota[t]), share, int(counts[t]), by_count)
             best = items[np.argsort(-score[items], kind="stable")[:ranked]]
             rest = np.setdiff1d(items, best)
             if self.strategy.acquisition is Acquisition.INFLUENCE:
@@ -460,10 +473,13 @@ class BayesianSelector(Selector):
             chosen.append(np.concatenate([best, rest]))
         out = np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
         out = out[np.isfinite(variance[out])]
+        out = out[np.argsort(-score[out], kind="stable")].astype(np.int64)
         if explored:
             uniform = np.concatenate(explored).astype(np.int64)
             self.explored.add(uniform, predictive[:, uniform])
-        return out[np.argsort(-score[out], kind="stable")].astype(np.int64)
+            if self.strategy.explore_by_count:  # the explored first: their turn is now
+                out = np.concatenate([uniform, out[~np.isin(out, uniform)]])
+        return out
 
     def observe(self, items: np.ndarray, grades: np.ndarray) -> None:
         self.warmup.observe(items, grades)
@@ -506,9 +522,13 @@ class Bayesian(Strategy):
         explore_share: With ``influence``: share of each topic's batch drawn uniformly from
             its unjudged documents (the rest by the influence score): ``quota - round((1 -
             share) * quota)`` of a topic's ``quota`` documents, so a topic given one or two
-            in a batch explores none of them (a batch of fewer than about three documents
-            per topic: the judging page's one at a time, ``pool next -k`` below that, a
-            simulation's last batch before a budget).
+            in a batch explores none of them (``pool next -k`` below about three documents
+            per topic, a simulation's last, partial batch before a budget).
+        explore_by_count: Explore by each topic's running count of judgements instead: every
+            ``1 / explore_share``-th judgement of a topic, whatever the batches, the explored
+            documents first in the batch. For judging one document at a time, where the
+            per-batch share rounds to none: the judging page (``probrank serve --pool``) sets
+            it.
         unpooled_doublings: Prior median of the doublings of the pool depth whose relevant
             documents the pool misses (0: Chao1 alone; see :func:`bayesian_estimates`).
         unpooled_sd: Prior sd of the log of those doublings.
@@ -522,6 +542,7 @@ class Bayesian(Strategy):
     acquisition: Acquisition = Acquisition.INFLUENCE
     calibration_share: float = 0.5
     explore_share: float = 0.2
+    explore_by_count: bool = False
     acquisition_samples: int = 64
     estimate_samples: int = 200
     unpooled_doublings: float = 2.0
@@ -530,6 +551,10 @@ class Bayesian(Strategy):
     name = StrategyName.BAYESIAN
 
     def __post_init__(self) -> None:
+        if not isinstance(self.explore_by_count, bool):
+            raise InputDataError(
+                f"explore_by_count must be true or false, got {self.explore_by_count!r}"
+            )
         check_positive("unpooled_sd", self.unpooled_sd)
         check_positive_int("unpooled_window", self.unpooled_window)
 

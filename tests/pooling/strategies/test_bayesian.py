@@ -173,6 +173,39 @@ def test_explored_documents_check_the_model_held_out() -> None:
     assert make_strategy("depth-k").start(pool, judged, level=2).explored_check() is None
 
 
+@pytest.mark.parametrize("by_count", [False, True])
+def test_one_document_at_a_time_explores_every_fifth_by_count(by_count: bool) -> None:
+    # as the judging page asks: a fresh selector for one document after each judgement
+    qrels, runs = synthetic_collection(topics=1, docs=60, seed=2)
+    pool = Pool.from_runs(runs, depth=20)
+    grades = pool.grades_from(qrels)
+    judged = Judgements(pool)
+    strategy = Bayesian(warmup_per_topic=5, explore_by_count=by_count)
+    explored = []
+    for n in range(24):
+        selector = strategy.start(pool, judged, level=2, seed=n)
+        item = selector.propose(1)
+        assert len(item) == 1 and not judged.judged[item].any()
+        if len(selector.explored):
+            assert sorted(selector.explored._items) == item.tolist()
+            explored.append(n)
+        judged.add(item, grades[item])
+    # per batch, one document rounds its 20% to none; by count, after the depth-k warm-up of
+    # 5, every fifth judgement of the topic is explored
+    assert explored == ([9, 14, 19] if by_count else [])
+    # 24 judged: a batch of 7 crosses 25 and 30, the two explored first
+    selector = strategy.start(pool, judged, level=2)
+    batch = selector.propose(7)
+    assert len(selector.explored) == (2 if by_count else 7 - round(0.8 * 7))
+    if by_count:
+        assert sorted(batch[:2].tolist()) == sorted(selector.explored._items)
+
+
+def test_explore_by_count_must_be_a_bool() -> None:
+    with pytest.raises(InputDataError, match="explore_by_count"):
+        Bayesian(explore_by_count="yes")  # type: ignore[arg-type]
+
+
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # no nan scores (judged: -inf)
 @pytest.mark.parametrize("acquisition", list(Acquisition))
 def test_bayesian_strategy_proposes_unjudged_batches(acquisition: Acquisition) -> None:
