@@ -164,7 +164,9 @@ def add_arguments(pool: argparse.ArgumentParser) -> None:
         description=(
             "Print the next K (topic, document) pairs to judge in the pool of RUNS, one "
             "'topic 0 document' line each (a qrels line without the grade), given the "
-            "judgements so far in --judged."
+            "judgements so far in --judged. The bayesian strategy explores by each topic's "
+            "count here: every fifth judgement of a topic is drawn uniformly from its "
+            "unjudged documents, whatever K."
         ),
     )
     nxt.add_argument("runs", nargs="+", help="TREC run files whose pool is judged")

@@ -5,6 +5,7 @@ import pytest
 
 from probrank.data.trec import Qrels
 from probrank.exceptions import InputDataError
+from probrank.pooling.pool import Judgements, Pool
 from probrank.pooling.simulate import (
     next_documents,
     parse_budget,
@@ -58,6 +59,24 @@ def test_bayesian_budgets_carry_the_explored_check() -> None:
     assert entry["found"] <= entry["documents"] <= len(judged) // 2
     depth = simulate(qrels, runs, "depth-k", ["10%"], seed=1, pool_depth=20, level=2)
     assert depth.budgets[0].explored is None and depth.budgets[0].to_json()["explored"] is None
+
+
+def test_next_documents_explore_by_count_with_the_bayesian_strategy() -> None:
+    qrels, runs = synthetic_collection(seed=0)
+    pool = Pool.from_runs(runs, depth=20)
+    grades = pool.grades_from(qrels)
+    # 9 judged per topic: one more each crosses 10, a multiple of 1 / 0.2
+    first = np.concatenate([pool.topic_items(t)[:9] for t in range(pool.num_topics)])
+    judged = Judgements(pool)
+    judged.add(first, grades[first])
+    partial = judged.to_qrels()
+    chosen = next_documents(runs, partial, "bayesian", 4, seed=0, pool_depth=20, level=2)
+    for by_count, explored in ((True, 4), (False, 0)):  # one per topic: per batch, none
+        selector = Bayesian(explore_by_count=by_count).start(pool, judged, level=2, seed=0)
+        items = selector.propose(4)
+        assert len(selector.explored) == explored
+        if by_count:
+            assert chosen == [(pool.topics[pool.item_topic[i]], str(pool.docs[i])) for i in items]
 
 
 def test_empty_qrels_is_an_error() -> None:
