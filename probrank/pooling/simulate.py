@@ -17,7 +17,7 @@ import os
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from probrank.exceptions import InputDataError
 from probrank.pooling.checks import ExploredCheck
 from probrank.pooling.estimates import PoolEstimates
 from probrank.pooling.pool import Judgements, Pool
-from probrank.pooling.strategies import Bayesian, Strategy, make_strategy
+from probrank.pooling.strategies import Strategy, make_strategy
 
 __all__ = [
     "BudgetResult",
@@ -319,17 +319,18 @@ def next_documents(
         runs: The runs whose pool is judged.
         judged: The partial qrels (None: nothing judged yet); lines outside the pool are
             ignored.
-        strategy: A strategy or its name. A ``bayesian`` one explores by each topic's count
-            of judgements here (``explore_by_count``): a batch of ``k`` may give a topic one
-            or two documents, whose per-batch share of exploration rounds to none.
+        strategy: A strategy or its name, used as started afresh for each call
+            (:meth:`~probrank.pooling.strategies.base.Strategy.for_fresh_starts`: a
+            ``bayesian`` one explores by each topic's count of judgements, since a batch of
+            ``k`` may give a topic one or two documents, whose per-batch share of exploration
+            rounds to none).
         k: Documents to propose.
         seed: Seed of the strategy.
         pool_depth: Documents per run and topic in the pool.
         level: Grades >= ``level`` are relevant.
     """
     strategy = make_strategy(strategy) if isinstance(strategy, str) else strategy
-    if isinstance(strategy, Bayesian):
-        strategy = replace(strategy, explore_by_count=True)
+    strategy = strategy.for_fresh_starts()
     pool = Pool.from_runs(runs, depth=pool_depth)
     judgements = Judgements.from_qrels(pool, judged) if judged is not None else Judgements(pool)
     selector = strategy.start(pool, judgements, level=level, seed=seed)

@@ -28,14 +28,14 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from probrank.exceptions import InputDataError
 from probrank.pooling.pool import Judgements
-from probrank.pooling.strategies import Bayesian, make_strategy
+from probrank.pooling.strategies import make_strategy
 from probrank.serve.errors import BadRequest, Conflict, NotFound
 from probrank.serve.pool_source import PoolTopic, topics_digest
 from probrank.serve.pool_store import AlreadyJudged, PoolJudgement, PoolStore
@@ -192,9 +192,7 @@ class PoolService:
             raise InputDataError("a topic appears twice")
         if rounds is not None and (isinstance(rounds, bool) or rounds < 1):
             raise InputDataError(f"--rounds must be a positive integer, got {rounds!r}")
-        self.strategy = make_strategy(strategy)
-        if isinstance(self.strategy, Bayesian):  # one document at a time: explore by count
-            self.strategy = replace(self.strategy, explore_by_count=True)
+        self.strategy = make_strategy(strategy).for_fresh_starts()  # one document at a time
         self.topics = tuple(topics)
         self.store = store
         self.seed = int(seed)

@@ -85,6 +85,11 @@ class Strategy(ABC):
     ) -> Selector:
         """A selector over ``pool`` that continues from ``judgements``."""
 
+    def for_fresh_starts(self) -> Strategy:
+        """The strategy as callers use it that start it afresh for every choice of one or a
+        few documents (the judging page, ``pool next``): by default itself."""
+        return self
+
 
 class TopicSelector(Selector):
     """A strategy that chooses within each topic: ``propose`` serves the topics with the

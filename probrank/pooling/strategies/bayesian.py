@@ -54,7 +54,7 @@ choosing the documents: build the pool from every run, read the judgements with
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 import numpy as np
@@ -458,9 +458,9 @@ class BayesianSelector(Selector):
         counts = np.bincount(pool.item_topic[judged], minlength=pool.num_topics)
         quota = _equal_shares(k, counts, np.diff(pool.topic_start))
         chosen, explored = [], []
+        by_count = self.strategy.explore_by_count
         for t in np.flatnonzero(quota):
             items = pool.topic_items(int(t))
-            by_count = self.strategy.explore_by_count
             ranked = quota[t] - _explored_slots(int(quota[t]), share, int(counts[t]), by_count)
             best = items[np.argsort(-score[items], kind="stable")[:ranked]]
             rest = np.setdiff1d(items, best)
@@ -477,7 +477,7 @@ class BayesianSelector(Selector):
         if explored:
             uniform = np.concatenate(explored).astype(np.int64)
             self.explored.add(uniform, predictive[:, uniform])
-            if self.strategy.explore_by_count:  # the explored first: their turn is now
+            if by_count:  # the explored first: their turn is now
                 out = np.concatenate([uniform, out[~np.isin(out, uniform)]])
         return out
 
@@ -522,13 +522,13 @@ class Bayesian(Strategy):
         explore_share: With ``influence``: share of each topic's batch drawn uniformly from
             its unjudged documents (the rest by the influence score): ``quota - round((1 -
             share) * quota)`` of a topic's ``quota`` documents, so a topic given one or two
-            in a batch explores none of them (``pool next -k`` below about three documents
-            per topic, a simulation's last, partial batch before a budget).
+            in a batch explores none of them (a simulation's last, partial batch before a
+            budget).
         explore_by_count: Explore by each topic's running count of judgements instead: every
             ``1 / explore_share``-th judgement of a topic, whatever the batches, the explored
-            documents first in the batch. For judging one document at a time, where the
-            per-batch share rounds to none: the judging page (``probrank serve --pool``) sets
-            it.
+            documents first in the batch. For one document or a few at a time, where the
+            per-batch share rounds to none: :meth:`for_fresh_starts` sets it (the judging
+            page, ``pool next``).
         unpooled_doublings: Prior median of the doublings of the pool depth whose relevant
             documents the pool misses (0: Chao1 alone; see :func:`bayesian_estimates`).
         unpooled_sd: Prior sd of the log of those doublings.
@@ -557,6 +557,12 @@ class Bayesian(Strategy):
             )
         check_positive("unpooled_sd", self.unpooled_sd)
         check_positive_int("unpooled_window", self.unpooled_window)
+
+    def for_fresh_starts(self) -> Bayesian:
+        """This strategy exploring by count (``explore_by_count``): started afresh for each
+        choice of one or a few documents, a topic's per-batch share of exploration would
+        round to none."""
+        return replace(self, explore_by_count=True)
 
     def start(
         self, pool: Pool, judgements: Judgements, *, level: int = 1, seed: int = 0
