@@ -1,5 +1,7 @@
-"""``probrank pool``: simulate a pooling strategy against full qrels (``simulate``), or ask
-which documents to judge next (``next``) (the work: :mod:`probrank.pooling.simulate`)."""
+"""``probrank pool``: simulate a pooling strategy against full qrels (``simulate``), ask which
+documents to judge next (``next``), or check the relevance model on the documents ``next``
+explored (``check``) (the work: :mod:`probrank.pooling.simulate`,
+:mod:`probrank.pooling.predictions`)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from probrank.cli._parsing import (
     seed,
     strict_json,
 )
+from probrank.exceptions import InputDataError
 
 if TYPE_CHECKING:
     from probrank.pooling.strategies import Strategy
@@ -35,6 +38,15 @@ def _posterior_names() -> list[str]:
     return [name.value for name in PoolingPosterior]
 
 
+def _level(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--level",
+        type=at_least(1, "a positive integer", maximum=1_000_000),
+        default=1,
+        help="grades >= LEVEL are relevant, as trec_eval -l (default 1; 2 for TREC DL)",
+    )
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strategy",
@@ -49,12 +61,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         default=100,
         help="documents per run and topic in the pool (default 100)",
     )
-    parser.add_argument(
-        "--level",
-        type=at_least(1, "a positive integer", maximum=1_000_000),
-        default=1,
-        help="grades >= LEVEL are relevant, as trec_eval -l (default 1; 2 for TREC DL)",
-    )
+    _level(parser)
     parser.add_argument(
         "--posterior",
         default=None,
@@ -91,7 +98,6 @@ def _strategy(args: argparse.Namespace) -> Strategy:
     ``--cell-effects``, ``--cell-smooth-scale``) and ``--unpooled-window`` for ``bayesian``."""
     from dataclasses import replace
 
-    from probrank.exceptions import InputDataError
     from probrank.pooling.strategies import Bayesian, StrategyName, make_strategy
 
     if args.cell_smooth_scale is not None and not args.cell_effects:
@@ -127,9 +133,10 @@ def add_arguments(pool: argparse.ArgumentParser) -> None:
     pool.description = (
         "Test-collection pooling: simulate a strategy that chooses which documents to judge "
         "(depth-k, mtf, mm-ns, active-sampling, bayesian) against full qrels and estimate "
-        "every run's MAP and nDCG@10 with 90% intervals, or list the next documents to judge."
+        "every run's MAP and nDCG@10 with 90% intervals, list the next documents to judge, "
+        "or check the relevance model on the documents it explored."
     )
-    sub = pool.add_subparsers(dest="pool_command", required=True, metavar="{simulate,next}")
+    sub = pool.add_subparsers(dest="pool_command", required=True, metavar="{simulate,next,check}")
     simulate = sub.add_parser(
         "simulate",
         help="judge a pool from full qrels and compare the estimates with them",
@@ -175,15 +182,77 @@ def add_arguments(pool: argparse.ArgumentParser) -> None:
     )
     nxt.add_argument("-k", type=positive_int, default=50, help="documents to propose (default 50)")
     nxt.add_argument("--json", action="store_true", help='print JSON [{"topic", "doc"}]')
+    nxt.add_argument(
+        "--predictions",
+        default=None,
+        metavar="FILE",
+        help="bayesian: append the relevance model's predictions of the documents it explored "
+        "to FILE (JSON lines, made when missing), for `probrank pool check`",
+    )
     _common(nxt)
     add_global_options(nxt, top_level=False)
+    check = sub.add_parser(
+        "check",
+        help="the relevance model against the explored documents judged so far",
+        description=(
+            "Compare the relevant documents found among the explored documents that QRELS "
+            "judges with what the bayesian strategy's relevance model predicted when `pool "
+            "next --predictions FILE` drew them (uniformly, before their judgements): the "
+            "count, its 90% predictive interval and a two-sided predictive p-value. A small "
+            "p-value says the model's predictions of the unjudged documents, which its "
+            "estimates extrapolate, are off."
+        ),
+    )
+    check.add_argument("predictions", metavar="FILE", help="the file of pool next --predictions")
+    check.add_argument(
+        "--judged", required=True, metavar="QRELS", help="the judgements so far (TREC qrels)"
+    )
+    _level(check)
+    check.add_argument("--seed", type=seed, default=0, help="seed of the Monte Carlo (default 0)")
+    check.add_argument("--json", action="store_true", help="print the check as JSON (null: none)")
+    add_global_options(check, top_level=False)
+
+
+def _check(args: argparse.Namespace) -> None:
+    """``pool check``: the held-out check from a predictions file."""
+    from probrank.data.trec import Qrels
+    from probrank.pooling.predictions import check_predictions, read_predictions
+
+    predictions = read_predictions(args.predictions)
+    if not predictions:
+        raise InputDataError(f"{args.predictions} holds no prediction (does it exist?)")
+    result = check_predictions(
+        predictions, Qrels.read(args.judged), level=args.level, seed=args.seed
+    )
+    if args.json:
+        print(strict_json(None if result is None else result.to_json()))
+        return
+    if result is None:
+        print(f"none of the {len(predictions)} explored documents is judged in {args.judged}")
+        return
+    print(
+        f"explored documents judged: {result.documents}; relevant: {result.found}; "
+        f"expected: {result.expected:.1f} (90% predictive interval "
+        f"{result.lower:.0f}-{result.upper:.0f}); p = {result.p_value:.3f}"
+    )
+    if result.p_value < 0.1:
+        side = "too high" if result.found < result.expected else "too low"
+        print(
+            f"the relevance model's predictions are {side} (p < 0.1): read its intervals with care"
+        )
+    else:
+        print("the relevance model's predictions hold on them (p >= 0.1)")
 
 
 def run(args: argparse.Namespace) -> None:
-    """Run ``pool simulate`` or ``pool next`` and print the result."""
+    """Run ``pool simulate``, ``pool next`` or ``pool check`` and print the result."""
     from probrank.data.trec import Qrels
-    from probrank.pooling.simulate import next_documents, read_runs, simulate, write_simulation
+    from probrank.pooling.predictions import append_predictions, read_predictions
+    from probrank.pooling.simulate import propose_next, read_runs, simulate, write_simulation
 
+    if args.pool_command == "check":
+        _check(args)
+        return
     strategy = _strategy(args)
     runs = read_runs(args.runs)
     if args.pool_command == "simulate":
@@ -218,7 +287,13 @@ def run(args: argparse.Namespace) -> None:
         print(f"wrote {paths['qrels']}, {paths['estimates']}, {paths['plot']}")
         return
     judged = Qrels.read(args.judged) if args.judged is not None else None
-    chosen = next_documents(
+    if args.predictions is not None:
+        if args.strategy != "bayesian":
+            raise InputDataError(
+                f"--predictions is an option of the bayesian strategy, not {args.strategy}"
+            )
+        read_predictions(args.predictions)  # a file of another kind: refused before the fit
+    batch = propose_next(
         runs,
         judged,
         strategy,
@@ -227,6 +302,9 @@ def run(args: argparse.Namespace) -> None:
         pool_depth=args.pool_depth,
         level=args.level,
     )
+    if args.predictions is not None:
+        append_predictions(args.predictions, batch.explored)
+    chosen = batch.documents
     if args.json:
         print(strict_json([{"topic": t, "doc": d} for t, d in chosen]))
     else:

@@ -9,6 +9,8 @@
   P(A > B));
 * :mod:`~probrank.pooling.checks`: :class:`ExploredCheck`, the ``bayesian`` strategy's
   held-out check of its relevance model on the documents it explored uniformly;
+* :mod:`~probrank.pooling.predictions`: those documents' predictions kept between calls of
+  ``probrank pool next`` (``--predictions``) and the check from them (``pool check``);
 * :mod:`~probrank.pooling.simulate`: simulation against full qrels, ``probrank pool``'s work.
 """
 

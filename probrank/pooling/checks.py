@@ -7,10 +7,13 @@ them: their posterior predictive P(relevant) at that moment is a prediction abou
 sample of exactly the documents whose relevance the estimates extrapolate (the unjudged ones),
 free of the acquisition's choice (which judges where the model expects relevance to matter).
 Once judged, the relevant documents found among them test that prediction without the full
-qrels: in ``probrank pool simulate``'s output (``estimates.json``'s ``explored``), or from the
+qrels: in ``probrank pool simulate``'s output (``estimates.json``'s ``explored``), from the
 selector a judging loop keeps
-(:meth:`~probrank.pooling.strategies.bayesian.BayesianSelector.explored_check`; ``pool next``
-starts afresh at each call and keeps no predictions).
+(:meth:`~probrank.pooling.strategies.bayesian.BayesianSelector.explored_check`), from the
+predictions ``pool next --predictions`` keeps between its calls
+(:mod:`probrank.pooling.predictions`, ``probrank pool check``), and on the judging page's
+admin page (:meth:`probrank.serve.pool_judging.PoolService.explored_check`), all through
+:func:`check_explored`.
 
 :class:`ExploredRecord` keeps the predictions (per explored item, the P(relevant) of every
 posterior draw of the fit that chose it); :meth:`ExploredRecord.check` compares the relevant
@@ -23,6 +26,7 @@ offers that distribution; it is sampled (Monte Carlo, seeded), which is why it i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +34,7 @@ import numpy as np
 
 from probrank.pooling.pool import Judgements
 
-__all__ = ["ExploredCheck", "ExploredRecord"]
+__all__ = ["ExploredCheck", "ExploredRecord", "check_explored"]
 
 REPLICATES = 4000
 """Monte Carlo replicates of the predictive distribution of the count."""
@@ -116,30 +120,65 @@ class ExploredRecord:
             level: The relevance level.
             seed: Seed or generator of the Monte Carlo draws.
         """
-        judged = [(b, item, p) for item, (b, p) in self._items.items() if judgements.judged[item]]
-        if not judged:
-            return None
-        rng = np.random.default_rng(seed)
-        items = np.array([item for _, item, _ in judged])
-        found = int(np.sum(judgements.grades[items] >= level))
-        expected = float(sum(p.mean() for _, _, p in judged))
-        batches: dict[int, list[np.ndarray]] = {}
-        for b, _, p in judged:
-            batches.setdefault(b, []).append(p)
-        counts = np.zeros(REPLICATES, dtype=np.int64)
-        for columns in batches.values():
-            probabilities = np.column_stack(columns)  # s x m
-            draw = rng.integers(len(probabilities), size=REPLICATES)
-            counts += (rng.random((REPLICATES, probabilities.shape[1])) < probabilities[draw]).sum(
-                axis=1
-            )
-        lower, upper = np.quantile(counts, [0.05, 0.95])
-        tail = (1 + min(np.sum(counts <= found), np.sum(counts >= found))) / (1 + REPLICATES)
-        return ExploredCheck(
-            documents=len(items),
-            expected=expected,
-            found=found,
-            lower=float(lower),
-            upper=float(upper),
-            p_value=float(min(1.0, 2.0 * tail)),
+        batches: dict[int, tuple[list[np.ndarray], list[bool]]] = {}
+        for item, (b, p) in self._items.items():
+            if judgements.judged[item]:
+                columns, relevant = batches.setdefault(b, ([], []))
+                columns.append(p)
+                relevant.append(bool(judgements.grades[item] >= level))
+        return check_explored(
+            [
+                (np.column_stack(columns), np.array(relevant))
+                for columns, relevant in batches.values()
+            ],
+            seed=seed,
         )
+
+    def predictions(self) -> dict[int, np.ndarray]:
+        """The newest prediction of every recorded item: item -> P(relevant) per draw, `s`."""
+        return {item: p for item, (_, p) in self._items.items()}
+
+
+def check_explored(
+    batches: Sequence[tuple[np.ndarray, np.ndarray]], *, seed: int | np.random.Generator = 0
+) -> ExploredCheck | None:
+    """The relevant documents found among judged explored documents against their predictive
+    distribution (None when there is none).
+
+    Args:
+        batches: Per batch (documents predicted by one fit), ``(probabilities, relevant)``:
+            P(relevant) of its `m` documents under each of the fit's `s` draws, `s x m`, and
+            whether each was judged relevant, `m` (bool). A batch of one draw (`1 x m`) is `m`
+            independent Bernoullis: predictions made one document per fit (the judging page's)
+            can be passed as one such batch of their predictive means.
+        seed: Seed or generator of the Monte Carlo draws.
+    """
+    batches = [
+        (np.asarray(p, dtype=np.float64), np.asarray(r, dtype=bool))
+        for p, r in batches
+        if np.size(r)
+    ]
+    for probabilities, relevant in batches:
+        if probabilities.ndim != 2 or relevant.shape != (probabilities.shape[1],):
+            raise ValueError("each batch must be (s x m probabilities, m relevant)")
+    if not batches:
+        return None
+    rng = np.random.default_rng(seed)
+    found = int(sum(relevant.sum() for _, relevant in batches))
+    expected = float(sum(probabilities.mean(axis=0).sum() for probabilities, _ in batches))
+    counts = np.zeros(REPLICATES, dtype=np.int64)
+    for probabilities, _ in batches:
+        draw = rng.integers(len(probabilities), size=REPLICATES)
+        counts += (rng.random((REPLICATES, probabilities.shape[1])) < probabilities[draw]).sum(
+            axis=1
+        )
+    lower, upper = np.quantile(counts, [0.05, 0.95])
+    tail = (1 + min(np.sum(counts <= found), np.sum(counts >= found))) / (1 + REPLICATES)
+    return ExploredCheck(
+        documents=int(sum(len(relevant) for _, relevant in batches)),
+        expected=expected,
+        found=found,
+        lower=float(lower),
+        upper=float(upper),
+        p_value=float(min(1.0, 2.0 * tail)),
+    )

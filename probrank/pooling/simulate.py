@@ -32,9 +32,11 @@ from probrank.pooling.strategies import Strategy, make_strategy
 
 __all__ = [
     "BudgetResult",
+    "NextBatch",
     "SimulationResult",
     "next_documents",
     "parse_budget",
+    "propose_next",
     "read_runs",
     "resolve_budgets",
     "simulate",
@@ -303,6 +305,21 @@ def write_simulation(result: SimulationResult, folder: str | os.PathLike[str]) -
     return paths
 
 
+@dataclass(frozen=True)
+class NextBatch:
+    """What to judge next (:func:`propose_next`).
+
+    Attributes:
+        documents: The (topic, document) pairs to judge, in the strategy's order.
+        explored: Those drawn uniformly (explored; ``bayesian`` only), each with its posterior
+            predictive P(relevant) per draw of the fit that drew them, `s`: what
+            :mod:`probrank.pooling.predictions` keeps for the held-out check.
+    """
+
+    documents: list[tuple[str, str]]
+    explored: dict[tuple[str, str], np.ndarray]
+
+
 def next_documents(
     runs: Sequence[Run],
     judged: Qrels | None,
@@ -313,7 +330,24 @@ def next_documents(
     pool_depth: int = 100,
     level: int = 1,
 ) -> list[tuple[str, str]]:
-    """The next ``k`` (topic, document) pairs to judge, given the judgements so far.
+    """The next ``k`` (topic, document) pairs to judge: :func:`propose_next`'s documents."""
+    return propose_next(
+        runs, judged, strategy, k, seed=seed, pool_depth=pool_depth, level=level
+    ).documents
+
+
+def propose_next(
+    runs: Sequence[Run],
+    judged: Qrels | None,
+    strategy: Strategy | str,
+    k: int,
+    *,
+    seed: int = 0,
+    pool_depth: int = 100,
+    level: int = 1,
+) -> NextBatch:
+    """The next ``k`` (topic, document) pairs to judge, given the judgements so far, with the
+    predictions of those the strategy explored.
 
     Args:
         runs: The runs whose pool is judged.
@@ -335,4 +369,12 @@ def next_documents(
     judgements = Judgements.from_qrels(pool, judged) if judged is not None else Judgements(pool)
     selector = strategy.start(pool, judgements, level=level, seed=seed)
     items = selector.propose(k)
-    return [(pool.topics[pool.item_topic[i]], str(pool.docs[i])) for i in items.tolist()]
+
+    def pair(item: int) -> tuple[str, str]:
+        return pool.topics[pool.item_topic[item]], str(pool.docs[item])
+
+    explored = selector.explored_predictions()
+    return NextBatch(
+        documents=[pair(i) for i in items.tolist()],
+        explored={pair(i): explored[i] for i in items.tolist() if i in explored},
+    )

@@ -171,11 +171,13 @@ class _PoolPages(_Pages):
         self._admin_only(caller)
         counts = await run_in_threadpool(self.pool.store.counts)
         progress = await run_in_threadpool(self.pool.progress)
+        check = await run_in_threadpool(self.pool.explored_check)
         store = self.pool.store.base
         return self.page(
             "pool_admin.html", caller, title="Annotators", counts=counts, progress=progress,
             total=sum(row["judged"] for row in progress), db=store.path.name,
             journal=store.journal_mode.upper(), strategy=self.pool.strategy.name.value,
+            check=check,
         )  # fmt: skip
 
     def _chosen(self, request: Request, caller: _Caller) -> list[Any]:

@@ -13,7 +13,9 @@ the project's seed), so the choice is a function of the judgements alone: an und
 or another annotator's answer change it exactly as they change the judgements. That costs
 milliseconds on pools of hundreds of documents (the ``bayesian`` strategy refits its relevance
 model, a Laplace approximation by Newton's method, at each choice; since documents come one
-at a time, it explores every fifth document of a topic uniformly, ``explore_by_count``). A
+at a time, it explores every fifth document of a topic uniformly, ``explore_by_count``, and
+the model's predictive P(relevant) of each explored document, made when it was drawn, is
+stored with the judgements: :meth:`PoolService.explored_check` tests the model on them). A
 document shown to an annotator is reserved for them for :data:`LEASE_SECONDS` (a reload shows
 it again; others get the strategy's next choice meanwhile). After an undo the retracted
 document is shown again to the annotator who took it back.
@@ -34,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from probrank.exceptions import InputDataError
+from probrank.pooling.checks import ExploredCheck, check_explored
 from probrank.pooling.pool import Judgements
 from probrank.pooling.strategies import make_strategy
 from probrank.serve.errors import BadRequest, Conflict, NotFound
@@ -261,10 +264,16 @@ class PoolService:
             return None
         selector = self.strategy.start(entry.topic.pool, judgements, level=LEVEL, seed=self.seed)
         proposed = selector.propose(min(left, len(others) + 1)).tolist()
+        explored = selector.explored_predictions()
         unjudged = np.flatnonzero(~judgements.judged).tolist()
         for item in [*proposed, *unjudged]:  # the pool's order when the strategy runs short
             if item not in others:
                 entry.reserved[annotator] = (int(item), now + LEASE_SECONDS)
+                if item in explored:  # drawn uniformly: keep the model's prediction of it
+                    docno = str(entry.topic.pool.docs[item])
+                    self.store.record_prediction(
+                        entry.topic.qid, docno, float(explored[item].mean())
+                    )
                 return int(item)
         return None
 
@@ -400,8 +409,10 @@ class PoolService:
     # -- progress ---------------------------------------------------------------------------
 
     def progress(self) -> list[dict[str, Any]]:
-        """Per topic: ``qid``, ``pool`` (size), ``judged``, ``relevant``, ``done``, and
-        ``annotators`` (standing answers per annotator)."""
+        """Per topic: ``qid``, ``pool`` (size), ``judged``, ``relevant``, ``done``,
+        ``annotators`` (standing answers per annotator), and the judged explored documents:
+        ``explored`` (how many), ``explored_relevant`` and ``explored_expected`` (the sum of
+        their predictions)."""
         out = []
         for topic in self.topics:
             entry = self._topics[topic.qid]
@@ -411,6 +422,7 @@ class PoolService:
                 by: dict[str, int] = {}
                 for row in entry.standing:
                     by[row.annotator] = by.get(row.annotator, 0) + 1
+                predicted, relevant = self._explored(entry)
                 out.append(
                     {
                         "qid": topic.qid,
@@ -419,6 +431,41 @@ class PoolService:
                         "relevant": int((graded >= LEVEL).sum()),
                         "done": bool(self._done(entry)),
                         "annotators": by,
+                        "explored": len(predicted),
+                        "explored_relevant": int(relevant.sum()),
+                        "explored_expected": float(predicted.sum()),
                     }
                 )
         return out
+
+    def _explored(self, entry: _Topic) -> tuple[np.ndarray, np.ndarray]:
+        """The topic's judged explored documents: their predictions and whether they were
+        judged relevant, `m` each (lock held)."""
+        self._loaded(entry)
+        stored = self.store.predictions(qid=entry.topic.qid)
+        pairs = [
+            (stored[(row.qid, row.docno)], row.grade is not None and row.grade >= LEVEL)
+            for row in entry.standing
+            if (row.qid, row.docno) in stored
+        ]
+        return (
+            np.array([p for p, _ in pairs], dtype=np.float64),
+            np.array([r for _, r in pairs], dtype=bool),
+        )
+
+    def explored_check(self) -> ExploredCheck | None:
+        """The held-out check of the strategy's relevance model over every topic
+        (:func:`~probrank.pooling.checks.check_explored`): the relevant documents found
+        among the judged documents it drew uniformly, against its predictions of them made
+        when it drew them (one fit per document: independent Bernoullis). None before any
+        explored document is judged (and for a strategy that does not explore)."""
+        predicted, relevant = [], []
+        for topic in self.topics:
+            entry = self._topics[topic.qid]
+            with entry.lock:
+                p, r = self._explored(entry)
+            predicted.append(p)
+            relevant.append(r)
+        return check_explored(
+            [(np.concatenate(predicted)[None, :], np.concatenate(relevant))], seed=self.seed
+        )

@@ -7,6 +7,10 @@ documents in a table of their own, ``pool_judgements``, made on first use::
 
     seq, id (client-generated, unique), annotator, qid, docno, grade, retracts, created
 
+and, in ``pool_predictions`` (``qid, docno, probability, created``), the relevance model's
+predictive P(relevant) of each document the strategy drew uniformly (explored), made when it
+was drawn: the judging page's held-out check of the model (:mod:`probrank.pooling.checks`).
+
 An answer has a ``grade`` (>= 0); an undo is an event of its own (``grade`` NULL,
 ``retracts`` naming the judgement it takes back): nothing is ever deleted. Each record is one
 transaction with ``synchronous=FULL`` (committed when :meth:`PoolStore.record` returns).
@@ -48,11 +52,20 @@ CREATE TABLE IF NOT EXISTS pool_judgements (
 CREATE INDEX IF NOT EXISTS pool_judgements_by_question ON pool_judgements (qid, seq);
 CREATE UNIQUE INDEX IF NOT EXISTS pool_judgements_retracted ON pool_judgements (retracts)
     WHERE retracts IS NOT NULL;
+CREATE TABLE IF NOT EXISTS pool_predictions (
+    qid TEXT NOT NULL,
+    docno TEXT NOT NULL,
+    probability REAL NOT NULL CHECK (probability >= 0.0 AND probability <= 1.0),
+    created REAL NOT NULL,
+    PRIMARY KEY (qid, docno)
+);
 """
 
 _COLUMNS = (
     "j.seq, j.id, j.annotator, j.qid, j.docno, j.grade, j.retracts, j.created, "
-    "(SELECT u.id FROM pool_judgements u WHERE u.retracts = j.id)"
+    "(SELECT u.id FROM pool_judgements u WHERE u.retracts = j.id), "
+    "CASE WHEN j.grade IS NULL THEN NULL ELSE (SELECT p.probability FROM pool_predictions p"
+    " WHERE p.qid = j.qid AND p.docno = j.docno) END"
 )
 _LIVE = (
     "j.grade IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pool_judgements u WHERE u.retracts = j.id)"
@@ -77,6 +90,8 @@ class PoolJudgement:
         created: Unix time of the commit.
         seq: Position in the database (commit order; 0 before it is stored).
         retracted_by: The id of the undo event that took this answer back, if any.
+        explored: For an answer to a document the strategy drew uniformly (explored), the
+            relevance model's predictive P(relevant) of it when it was chosen; else None.
     """
 
     id: str
@@ -88,6 +103,7 @@ class PoolJudgement:
     created: float = 0.0
     seq: int = 0
     retracted_by: str | None = None
+    explored: float | None = None
 
     @property
     def live(self) -> bool:
@@ -107,11 +123,12 @@ class PoolJudgement:
             "retracts": self.retracts,
             "retracted": self.retracted_by is not None,
             "retracted_by": self.retracted_by,
+            "explored": self.explored,
         }
 
 
 def _row(row: tuple[Any, ...]) -> PoolJudgement:
-    seq, jid, annotator, qid, docno, grade, retracts, created, retracted_by = row
+    seq, jid, annotator, qid, docno, grade, retracts, created, retracted_by, explored = row
     return PoolJudgement(
         id=str(jid),
         annotator=str(annotator),
@@ -122,6 +139,7 @@ def _row(row: tuple[Any, ...]) -> PoolJudgement:
         created=float(created),
         seq=int(seq),
         retracted_by=retracted_by,
+        explored=None if explored is None else float(explored),
     )
 
 
@@ -270,6 +288,32 @@ class PoolStore:
                 f"the answer {judgement.retracts!r} is not a standing answer of "
                 f"{judgement.annotator!r} on topic {judgement.qid!r}"
             )
+
+    def record_prediction(self, qid: str, docno: str, probability: float) -> None:
+        """Store the relevance model's predictive P(relevant) of an explored document of topic
+        ``qid``, made when the strategy drew it (before its judgement); a newer prediction of
+        the same document replaces it. Committed when this returns."""
+        if not 0.0 <= probability <= 1.0:
+            raise InputDataError(f"a probability must be in [0, 1], got {probability!r}")
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO pool_predictions (qid, docno, probability, created)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (qid, docno) DO UPDATE SET"
+                " probability = excluded.probability, created = excluded.created",
+                (qid, docno, float(probability), time.time()),
+            )
+
+    def predictions(self, *, qid: str | None = None) -> dict[tuple[str, str], float]:
+        """The stored predictions of explored documents: ``(qid, docno) -> P(relevant)``,
+        optionally of one topic."""
+        query = "SELECT qid, docno, probability FROM pool_predictions"
+        values: list[Any] = []
+        if qid is not None:
+            query += " WHERE qid = ?"
+            values.append(qid)
+        with self._read_lock:
+            rows = self._reader.execute(query, values).fetchall()
+        return {(str(q), str(d)): float(p) for q, d, p in rows}
 
     def get(self, judgement_id: str) -> PoolJudgement | None:
         """The event stored under ``judgement_id``, or None."""

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from probrank.pooling.checks import REPLICATES, ExploredCheck, ExploredRecord
+from probrank.pooling.checks import REPLICATES, ExploredCheck, ExploredRecord, check_explored
 from probrank.pooling.pool import Judgements, Pool
 from tests.pooling.conftest import synthetic_collection
 
@@ -97,3 +97,29 @@ def test_only_judged_items_count_and_the_newest_prediction_wins() -> None:
     assert record.check(judged, level=1, seed=5) == record.check(judged, level=1, seed=5)
     with pytest.raises(ValueError, match="s x m"):
         record.add(np.array([0, 1]), np.zeros((4, 3)))
+
+
+def test_predictive_check_is_the_record_check_on_its_batches() -> None:
+    # the record groups its judged items by batch and hands them to check_explored: the same
+    # seed gives the same check; one 1 x m batch of means is m independent Bernoullis
+    rng = np.random.default_rng(3)
+    judged = _judgements(20)
+    p = rng.uniform(0.1, 0.5, size=(8, 20))
+    record = ExploredRecord()
+    record.add(np.arange(10), p[:, :10])
+    record.add(np.arange(10, 20), p[:, 10:])
+    grades = (rng.random(20) < 0.3).astype(int)
+    judged.add(np.arange(15), grades[:15])  # the second batch half judged
+    relevant = grades >= 1
+    direct = check_explored([(p[:, :10], relevant[:10]), (p[:, 10:15], relevant[10:15])], seed=7)
+    assert record.check(judged, level=1, seed=7) == direct
+    assert direct.documents == 15 and direct.found == int(relevant[:15].sum())
+    means = p.mean(axis=0)[None, :]
+    exact = np.cumsum(_poisson_binomial(means[0]))
+    independent = check_explored([(means, relevant)], seed=0)
+    assert abs(independent.lower - _quantile(exact, 0.05)) <= 1
+    assert abs(independent.upper - _quantile(exact, 0.95)) <= 1
+    assert check_explored([(np.zeros((1, 0)), np.zeros(0, dtype=bool))]) is None
+    assert check_explored([]) is None
+    with pytest.raises(ValueError, match="s x m"):
+        check_explored([(np.full((2, 3), 0.5), np.ones(2, dtype=bool))])

@@ -138,3 +138,67 @@ def test_cell_effects_reach_the_relevance_model(files, capsys, monkeypatch) -> N
     assert seen[-1].model.posterior.value == "nuts" and not seen[-1].model.cell_effects
     assert main([*argv, "--unpooled-window", "2", "-o", str(tmp / "w")]) == 0
     assert seen[-1].unpooled_window == 2 and seen[-1].model.posterior.value == "laplace"
+
+
+def test_next_keeps_predictions_and_check_reads_them(files, capsys) -> None:
+    # a judging loop: pool next --predictions F proposes, the qrels answer, the partial qrels
+    # grow; the file gains a batch of the documents drawn uniformly at each call that explored,
+    # each predicted while still unjudged; pool check counts the relevant found among them
+    tmp, qrels_path, runs = files
+    from probrank.data.trec import Qrels
+    from probrank.pooling.predictions import read_predictions
+
+    truth = Qrels.read(qrels_path).as_dict()
+    predictions, partial = tmp / "predictions.jsonl", tmp / "judged.qrels"
+    judged: dict[str, dict[str, int]] = {}
+    batches = 0
+    for _ in range(10):  # 2 per topic per call: 10, 15 and 20 judged are crossed
+        args = ["pool", "next", *runs, "-k", "8", "--pool-depth", "20", "--level", "2"]
+        args += ["--predictions", str(predictions)]
+        if judged:
+            Qrels(judged).write(partial)
+            args += ["--judged", str(partial)]
+        assert main(args) == 0
+        chosen = [line.split() for line in capsys.readouterr().out.splitlines()]
+        before = read_predictions(predictions)
+        new = [p for p in before if p.batch > batches]
+        if new:
+            batches += 1
+            assert {p.batch for p in new} == {batches}
+            assert {(p.topic, p.doc) for p in new} <= {(t, d) for t, _, d in chosen}
+            assert not any(p.doc in judged.get(p.topic, {}) for p in new)
+            assert all(len(p.draws) == len(new[0].draws) > 1 for p in new)
+        for topic, _, doc in chosen:
+            judged.setdefault(topic, {})[doc] = truth.get(topic, {}).get(doc, 0)
+    Qrels(judged).write(partial)
+    explored = {(p.topic, p.doc): p for p in read_predictions(predictions)}
+    assert batches == 3 and len(explored) == 12
+    assert main(["pool", "check", str(predictions), "--judged", str(partial), "--level", "2"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"explored documents judged: {len(explored)}; relevant: ")
+    assert main(["pool", "check", str(predictions), "--judged", str(partial), "--json"]) == 0
+    check = json.loads(capsys.readouterr().out)
+    assert check["documents"] == len(explored)
+    assert check["found"] == sum(judged[t][d] >= 1 for t, d in explored)
+    assert check["expected"] == pytest.approx(sum(p.draws.mean() for p in explored.values()))
+    assert check["lower"] <= check["upper"] and 0 < check["p_value"] <= 1
+    Qrels({"1": {"nowhere": 1}}).write(partial)  # judges none of them
+    assert main(["pool", "check", str(predictions), "--judged", str(partial)]) == 0
+    assert capsys.readouterr().out.startswith(f"none of the {len(explored)} explored documents")
+
+
+def test_bad_predictions_are_one_line_and_left_alone(files, capsys) -> None:
+    tmp, qrels, runs = files
+    bad = tmp / "bad.jsonl"
+    bad.write_text('{"batch": 1, "topic": "1", "doc": "d1", "draws": [1.5]}\n')
+    cases = [
+        (["pool", "next", *runs, "--pool-depth", "20", "--predictions", str(bad)], "probabilities"),
+        (["pool", "next", *runs, "--strategy", "mtf", "--predictions", "p"], "bayesian strategy"),
+        (["pool", "check", str(tmp / "missing"), "--judged", qrels], "holds no prediction"),
+        (["pool", "check", str(bad), "--judged", qrels], "bad.jsonl:1: draws"),
+    ]
+    for args, message in cases:
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("probrank: error:") and message in err
+    assert bad.read_text() == '{"batch": 1, "topic": "1", "doc": "d1", "draws": [1.5]}\n'

@@ -118,10 +118,81 @@ def test_every_strategy_judges_the_whole_pool_once_with_reservations(
         # document would round to none; tests/pooling/strategies/test_bayesian.py)
         assert service.strategy.explore_by_count
     relevant = sum(qrels.get(doc, 0) >= 1 for doc in judged)
-    assert service.progress()[1] == {
+    row = service.progress()[1]
+    explored = {key: row.pop(key) for key in ("explored", "explored_relevant", "explored_expected")}
+    assert row == {
         "qid": "2", "pool": size, "judged": size, "relevant": relevant, "done": True,
         "annotators": {"alice": (size + 1) // 2, "bob": size // 2},
     }  # fmt: skip
+    stored = store.predictions()
+    if strategy == "bayesian":  # every fifth judgement after the warm-up drawn uniformly
+        assert len(stored) >= (size - 5) // 5 - 1 and {q for q, _ in stored} == {"2"}
+        assert explored == {
+            "explored": len(stored),
+            "explored_relevant": sum(qrels.get(doc, 0) >= 1 for _, doc in stored),
+            "explored_expected": pytest.approx(sum(stored.values()), rel=1e-12),
+        }
+    else:  # nothing explored, no check
+        assert not stored and explored == {
+            "explored": 0, "explored_relevant": 0, "explored_expected": 0.0
+        }  # fmt: skip
+        assert service.explored_check() is None
+
+
+def test_explored_documents_are_predicted_before_their_judgement(
+    topics: list[PoolTopic],
+    store: PoolStore,
+    vaswani_pool: PoolFiles,  # noqa: F811
+) -> None:
+    # one annotator, one document at a time: after the depth-k warm-up of five, every fifth
+    # judgement of the topic is drawn uniformly, and its prediction is stored when it is shown,
+    # equal to the prediction of a strategy started afresh on the judgements before it
+    from probrank.pooling.pool import Judgements
+    from probrank.serve.pool_judging import LEVEL
+
+    qrels = Qrels.read(vaswani_pool.qrels).as_dict().get("1", {})
+    service = PoolService(topics, store, strategy="bayesian", seed=4)
+    pool = service.topic("1").pool
+    judged = Judgements(pool)
+    explored = []
+    for n in range(20):
+        docno = service.state("alice", "1").docno
+        assert docno is not None
+        stored = store.predictions(qid="1")
+        if ("1", docno) in stored:
+            selector = service.strategy.start(pool, judged, level=LEVEL, seed=4)
+            proposed = selector.propose(1)
+            item = pool.item("1", docno)
+            assert proposed.tolist() == [item]
+            assert stored[("1", docno)] == selector.explored_predictions()[item].mean()
+            explored.append(n)
+        grade = qrels.get(docno, 0)
+        service.submit(PoolSubmission(f"alice-{n:05d}", "alice", "1", docno, grade))
+        judged.add([pool.item("1", docno)], [grade])
+    assert explored == [9, 14, 19]
+    stored = store.predictions()
+    check = service.explored_check()
+    assert check is not None and check.documents == 3
+    assert check.found == sum(qrels.get(doc, 0) >= LEVEL for _, doc in stored)
+    assert check.expected == pytest.approx(sum(stored.values()), rel=1e-12)
+    assert check.lower <= check.expected <= check.upper and 0 < check.p_value <= 1
+    exported = [e.explored for e in store.judgements()]  # the JSONL export carries them
+    assert [n for n, value in enumerate(exported) if value is not None] == explored
+    assert service.state("alice", "2").docno is not None  # another topic: nothing explored yet
+    assert service.progress()[1]["explored"] == 0
+    from starlette.testclient import TestClient
+
+    from probrank.serve.pool_app import create_pool_app
+
+    admin = store.base.issue_admin_token()
+    page = TestClient(create_pool_app(service, depth=DEPTH)).get(f"/admin?token={admin}").text
+    relevant = "is" if check.found == 1 else "are"
+    assert "Of the 3 judged documents the strategy drew uniformly" in page
+    assert (
+        f"{check.found} {relevant} relevant; its relevance model expected {check.expected:.1f}"
+        in page
+    )
+    assert f"<td>{check.found} / {check.expected:.1f} of 3</td>" in page
 
 
 def test_conflicts_undo_budget_and_restart(topics: list[PoolTopic], tmp_path: Path) -> None:
@@ -197,6 +268,7 @@ def test_the_pages_over_http(topics: list[PoolTopic], store: PoolStore) -> None:
     assert client.get("/judge/1").status_code == 403
     admin_page = client.get(f"/admin?token={admin}").text
     assert 'id="export-qrels"' in admin_page and "alice" in admin_page
+    assert "No explored document is judged yet (the mtf strategy does not explore)" in admin_page
     qrels = client.get(f"/export.qrels?token={admin}")
     assert qrels.text == f"1 0 {state['docno']} 2\n"
     assert "attachment" in qrels.headers["content-disposition"]

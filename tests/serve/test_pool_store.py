@@ -79,3 +79,28 @@ def test_qrels_lines_refuse_a_document_twice() -> None:
     rows = [_answer("j-0000001", "d1", 1), _answer("j-0000002", "d1", 0)]
     with pytest.raises(InputDataError, match="judged twice"):
         list(qrels_lines(rows))
+
+
+def test_predictions_of_explored_documents(tmp_path: Path) -> None:
+    db = tmp_path / "pool.sqlite"
+    with PoolStore(db) as store:
+        store.record_prediction("1", "d7", 0.25)
+        store.record_prediction("1", "d7", 0.125)  # drawn again before its judgement: newest
+        store.record_prediction("2", "d7", 0.5)
+        with pytest.raises(InputDataError, match="in \\[0, 1\\]"):
+            store.record_prediction("1", "d8", 1.5)
+        store.record(_answer("j-0000001", "d7", 1))
+        store.record(_answer("j-0000002", "d3", 0))
+        store.record(PoolJudgement("u-0000001", "alice", "1", "d7", None, "j-0000001"))
+    with PoolStore(db) as store:  # durable, and joined onto the answers
+        assert store.predictions() == {("1", "d7"): 0.125, ("2", "d7"): 0.5}
+        assert store.predictions(qid="2") == {("2", "d7"): 0.5}
+        events = {e.id: e for e in store.judgements()}
+        assert events["j-0000001"].explored == 0.125  # taken back, still explored
+        assert events["j-0000002"].explored is None  # not drawn uniformly
+        assert events["u-0000001"].explored is None  # an undo event predicts nothing
+        assert events["j-0000001"].to_json()["explored"] == 0.125
+    raw = sqlite3.connect(db)  # the database itself refuses a probability outside [0, 1]
+    with pytest.raises(sqlite3.IntegrityError):
+        raw.execute("INSERT INTO pool_predictions VALUES ('1', 'd9', -0.5, 0)")
+    raw.close()

@@ -73,6 +73,13 @@ class Selector(ABC):
         documents (:mod:`probrank.pooling.checks`); None for a strategy without one."""
         return None
 
+    def explored_predictions(self) -> dict[int, np.ndarray]:
+        """The uniformly explored items proposed so far, each with its posterior predictive
+        P(relevant) per draw when it was chosen, `s` (the newest, for an item proposed twice):
+        what :meth:`explored_check` tests, for a caller that keeps them (the judging page
+        stores them with the judgements). Empty for a strategy that does not explore."""
+        return {}
+
 
 class Strategy(ABC):
     """A pooling strategy: configuration only; ``start`` opens a :class:`Selector`."""

@@ -491,6 +491,9 @@ class BayesianSelector(Selector):
         (or with ``acquisition="pairwise"``, which explores by variance, not uniformly)."""
         return self.explored.check(self.judgements, level=self.level, seed=seed)
 
+    def explored_predictions(self) -> dict[int, np.ndarray]:
+        return self.explored.predictions()
+
     def estimate(self, *, seed: int = 0) -> PoolEstimates:
         self._refit()
         return bayesian_estimates(

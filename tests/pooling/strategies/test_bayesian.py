@@ -186,8 +186,8 @@ def test_one_document_at_a_time_explores_every_fifth_by_count(by_count: bool) ->
         selector = strategy.start(pool, judged, level=2, seed=n)
         item = selector.propose(1)
         assert len(item) == 1 and not judged.judged[item].any()
-        if len(selector.explored):
-            assert sorted(selector.explored._items) == item.tolist()
+        if selector.explored_predictions():
+            assert sorted(selector.explored_predictions()) == item.tolist()
             explored.append(n)
         judged.add(item, grades[item])
     # per batch, one document rounds its 20% to none; by count, after the depth-k warm-up of
@@ -198,7 +198,7 @@ def test_one_document_at_a_time_explores_every_fifth_by_count(by_count: bool) ->
     batch = selector.propose(7)
     assert len(selector.explored) == (2 if by_count else 7 - round(0.8 * 7))
     if by_count:
-        assert sorted(batch[:2].tolist()) == sorted(selector.explored._items)
+        assert sorted(batch[:2].tolist()) == sorted(selector.explored_predictions())
 
 
 def test_explore_by_count_must_be_a_bool() -> None:
