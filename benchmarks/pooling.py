@@ -22,7 +22,9 @@ seeds. Prints a table, then one JSON object.
 Run: ``.venv/bin/python benchmarks/pooling.py [--collections dl2021 robust03] [--strategies
 ...] [--budgets 1 2 5 10 20 30] [--seeds 5] [--quick] [--posterior laplace] [--cell-effects
 [--cell-scale 1] [--cell-smooth-scale S]] [--run-scale 50] [--topic-slope-scale 0.5]
-[--json-out FILE]``.
+[--json-out FILE] [--figure PNG]``; ``--figure PNG --figure-from JSON...`` draws the figure
+from earlier runs' JSON (the card's: ``models/pooling/results/``). The JSON rows hold each
+seed's tau, RMSE and coverage under ``per_seed``.
 """
 
 from __future__ import annotations
@@ -177,7 +179,29 @@ def main() -> None:
     )
     add_model_arguments(parser)
     parser.add_argument("--json-out", default=None, help="also write the JSON here")
+    parser.add_argument(
+        "--figure",
+        default=None,
+        metavar="PNG",
+        help="also draw tau, RMSE and coverage against the share judged (PNG)",
+    )
+    parser.add_argument(
+        "--figure-from",
+        nargs="+",
+        default=None,
+        metavar="JSON",
+        help="draw --figure from these JSON outputs of earlier runs instead of running",
+    )
     args = parser.parse_args()
+    if args.figure_from:
+        if not args.figure:
+            parser.error("--figure-from needs --figure")
+        rows = [
+            row for path in args.figure_from for row in json.loads(Path(path).read_text())["rows"]
+        ]
+        draw_figure(rows, args.figure)
+        print(f"wrote {args.figure}")
+        return
     if args.quick:
         args.seeds, args.budgets = 1, [1, 2, 5, 10]
     budgets = [f"{b:g}%" for b in args.budgets]
@@ -215,6 +239,11 @@ def main() -> None:
                     "seconds": float(np.mean([r.seconds for r in results])),
                     "seeds": args.seeds,
                     **_explored_columns(checks),
+                    "per_seed": {
+                        "tau_map": [r.tau_map for r in results],
+                        "rmse_map": [r.rmse_map for r in results],
+                        "coverage_map": cover or None,
+                    },
                 }
                 rows.append(row)
                 coverage = "-" if row["coverage_map"] is None else f"{row['coverage_map']:.2f}"
@@ -253,7 +282,63 @@ def main() -> None:
     text = json.dumps(summary)
     if args.json_out:
         Path(args.json_out).write_text(text + "\n")
+    if args.figure:
+        draw_figure(rows, args.figure)
     print(text)
+
+
+def draw_figure(rows: list[dict[str, Any]], path: str) -> None:
+    """Per collection (columns): Kendall's tau of MAP, the RMSE of MAP (log scale) and the
+    coverage of the 90% intervals (with the issue's 85-95% band) against the share of the pool
+    judged; one line per strategy (the mean over seeds), shaded between the seeds' lowest and
+    highest values where the rows hold them (``per_seed``)."""
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
+    from probrank._files import new_figure, save_figure
+
+    collections = list(dict.fromkeys(row["collection"] for row in rows))
+    strategies = list(dict.fromkeys(row["strategy"] for row in rows))
+    figure, axes = new_figure(3, len(collections), figsize=(5.0 * len(collections), 9.5))
+    axes = np.asarray(axes).reshape(3, len(collections))
+    panels = (("tau_map", "Kendall tau of MAP"), ("rmse_map", "RMSE of MAP"),
+              ("coverage_map", "90% interval coverage"))  # fmt: skip
+    for j, collection in enumerate(collections):
+        for i, (key, label) in enumerate(panels):
+            ax = axes[i, j]
+            for k, strategy in enumerate(strategies):
+                mine = [
+                    r for r in rows if r["collection"] == collection and r["strategy"] == strategy
+                ]
+                mine = [r for r in mine if r[key] is not None]
+                if not mine:
+                    continue
+                x = [float(r["budget"].rstrip("%")) for r in mine]
+                color = f"C{k}"
+                ax.plot(x, [r[key] for r in mine], "o-", color=color, label=strategy, ms=3.5)
+                seeds = [r.get("per_seed", {}).get(key) for r in mine]
+                if all(seeds) and all(len(v) > 1 for v in seeds):
+                    ax.fill_between(x, [min(v) for v in seeds], [max(v) for v in seeds],
+                                    color=color, alpha=0.15, lw=0)  # fmt: skip
+            ax.set_xscale("log")
+            ax.set_xticks([1, 2, 5, 10, 20, 30], ["1", "2", "5", "10", "20", "30"])
+            if key == "rmse_map":
+                ax.set_yscale("log")
+                ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+                ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+                ax.yaxis.set_minor_formatter(NullFormatter())
+            if key == "coverage_map":
+                ax.axhspan(0.85, 0.95, color="0.85", zorder=0, label="goal 85-95%")
+                ax.set_ylim(0.0, 1.02)
+            ax.set_ylabel(label)
+            ax.grid(alpha=0.3)
+            if i == 0:
+                ax.set_title(collection)
+            if i == 2:
+                ax.set_xlabel("share of the depth-100 pool judged (%)")
+        axes[0, j].legend(fontsize=8, loc="lower right")
+        axes[2, j].legend(fontsize=8, loc="lower right")
+    figure.tight_layout()
+    save_figure(figure, path)
 
 
 if __name__ == "__main__":
