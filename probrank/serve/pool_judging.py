@@ -15,7 +15,9 @@ milliseconds on pools of hundreds of documents (the ``bayesian`` strategy refits
 model, a Laplace approximation by Newton's method, at each choice; since documents come one
 at a time, it explores every fifth document of a topic uniformly, ``explore_by_count``, and
 the model's predictive P(relevant) of each explored document, made when it was drawn, is
-stored with the judgements: :meth:`PoolService.explored_check` tests the model on them). A
+stored with the judgements: :meth:`PoolService.explored_check` tests the model on them; an
+explored document left unjudged past its reservation and chosen later by the acquisition
+enters the check with that earlier prediction). A
 document shown to an annotator is reserved for them for :data:`LEASE_SECONDS` (a reload shows
 it again; others get the strategy's next choice meanwhile). After an undo the retracted
 document is shown again to the annotator who took it back.
