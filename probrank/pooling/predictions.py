@@ -129,17 +129,14 @@ def append_predictions(
     if not explored:
         return 0
     path = Path(path)
-    earlier = read_predictions(path)
+    earlier = read_predictions(path)  # the file is read once, then rewritten from it
     batch = max((p.batch for p in earlier), default=0) + 1
-    lines = [
-        json.dumps(Prediction(batch, topic, doc, np.asarray(draws)).to_json())
-        for (topic, doc), draws in explored.items()
+    added = [
+        Prediction(batch, topic, doc, np.asarray(draws)) for (topic, doc), draws in explored.items()
     ]
-    old = read_text(path) if earlier else ""
-    if old and not old.endswith("\n"):
-        old += "\n"
-    write_text_atomically(path, old + "".join(line + "\n" for line in lines))
-    return len(lines)
+    lines = (json.dumps(p.to_json()) + "\n" for p in [*earlier, *added])
+    write_text_atomically(path, "".join(lines))
+    return len(added)
 
 
 def check_predictions(
