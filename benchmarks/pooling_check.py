@@ -26,7 +26,15 @@ topics by the share of their pool's documents that the full qrels judge (100%: q
 from these runs at least as deep, as Robust03's topics 601-650; less: qrels that judged part of
 the pool, as DL 2021's, or were pooled from other runs, as Robust03's older topics from TREC
 6-8), with each stratum's share of the MAP error (``run_measures(topics=...)``; the shares add up to
-the error). Sums and means over seeds. Prints the tables, then one JSON object.
+the error). Sums and means over seeds. Last, one line per seed: the explored documents (the
+uniformly drawn fifth of each batch) judged, the relevant found among them and the number the
+model expected when it chose them; the unjudged relevant documents expected under the draws and
+true; those outside the pool estimated and true; the MAP error and coverage; and Spearman's
+correlation over the seeds of the explored documents' share of relevant ones with the MAP error
+(how much one campaign's error follows the luck of its explored sample), with the spread of
+those columns over the seeds and the coverage of the quarters of seeds whose explored documents
+held the fewest and the most relevant ones. Prints the tables,
+then one JSON object (``per_seed`` holds the seed lines).
 
 Run: ``.venv/bin/python benchmarks/pooling_check.py [--collections dl2021 robust03]
 [--budget 5] [--seeds 1] [--cell-effects [--cell-scale 1] [--cell-smooth-scale S]]
@@ -271,6 +279,83 @@ def _unpooled_split(
     return tuple(out), rows
 
 
+def _seed_row(
+    seed: int,
+    budget: Any,
+    averaged: np.ndarray,
+    truth: np.ndarray,
+    unjudged: np.ndarray,
+    split_totals: tuple[float, ...],
+) -> dict[str, float]:
+    """One seed's explored documents (judged, relevant found, expected when chosen), the
+    unjudged relevant documents expected under the draws and true, and those outside the
+    pool estimated and true."""
+    check = budget.explored
+    return {
+        "seed": seed,
+        "explored": check.documents if check else 0,
+        "explored_found": check.found if check else 0,
+        "explored_expected": check.expected if check else 0.0,
+        "unjudged_expected": float(averaged[unjudged].sum()),
+        "unjudged_true": float(truth[unjudged].sum()),
+        "outside_estimated": split_totals[0],
+        "outside_true": split_totals[1],
+    }
+
+
+def _print_seeds(rows: list[dict[str, float]]) -> float | None:
+    """Print one line per seed, the mean, sd and range over the seeds of the explored relevant
+    found, the unjudged and outside relevant estimated and the MAP error, the coverage and
+    error of the quarters of seeds whose explored documents held the fewest and the most
+    relevant ones; return Spearman's correlation, over the seeds, of the share of relevant
+    documents among the explored ones with the mean MAP error (None with fewer than three
+    seeds)."""
+    print(
+        f"  {'seed':>4} {'explored: found / judged (expected)':>36} "
+        f"{'unjudged rel.: draws / true':>28} {'outside: est. / true':>21} "
+        f"{'MAP error':>9} {'coverage':>8}"
+    )
+    for r in rows:
+        explored = f"{r['explored_found']} / {r['explored']} ({r['explored_expected']:.1f})"
+        unjudged = f"{r['unjudged_expected']:.0f} / {r['unjudged_true']:.0f}"
+        outside = f"{r['outside_estimated']:.0f} / {r['outside_true']:.0f}"
+        print(
+            f"  {r['seed']:>4} {explored:>36} {unjudged:>28} {outside:>21} "
+            f"{r['map_error']:+9.4f} {r['coverage']:8.2f}"
+        )
+    for key in ("explored_found", "unjudged_expected", "outside_estimated", "map_error"):
+        values = np.array([r[key] for r in rows])
+        sd = values.std(ddof=1) if len(values) > 1 else 0.0
+        form = "+.4f" if key == "map_error" else ".1f"
+        print(
+            f"  {key}: mean {values.mean():{form}}, sd {sd:.4g}, "
+            f"lowest {values.min():{form}}, highest {values.max():{form}}"
+        )
+    found = np.array([r["explored_found"] for r in rows])
+    for name, inside in (
+        ("fewest", found <= np.quantile(found, 0.25)),
+        ("most", found >= np.quantile(found, 0.75)),
+    ):
+        group = [r for r, keep in zip(rows, inside, strict=True) if keep]
+        print(
+            f"  the quarter of seeds whose explored documents held the {name} relevant "
+            f"({len(group)} seeds, {found[inside].min():.0f}-{found[inside].max():.0f} found): "
+            f"coverage {np.mean([r['coverage'] for r in group]):.2f}, "
+            f"MAP error {np.mean([r['map_error'] for r in group]):+.4f}"
+        )
+    rates = [r["explored_found"] / max(r["explored"], 1) for r in rows]
+    if len(rows) < 3 or len(set(rates)) < 2:
+        return None
+    from scipy.stats import spearmanr
+
+    rho = float(spearmanr(rates, [r["map_error"] for r in rows]).statistic)
+    print(
+        f"  Spearman correlation over the seeds of the explored documents' share relevant "
+        f"with the MAP error: {rho:+.2f}"
+    )
+    return rho
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -300,6 +385,7 @@ def main() -> None:
         tables: dict[str, np.ndarray] = {}
         errors, low, half, cover = [], [], [], []
         unpooled: list[tuple[float, ...]] = []
+        per_seed: list[dict[str, float]] = []
         provenance = np.zeros((len(REFERENCE_LABELS), len(PROVENANCE_KEYS)))
         labels: dict[str, list[str]] = {}
         for seed in range(args.seeds):
@@ -345,6 +431,13 @@ def main() -> None:
             )
             unpooled.append(split_totals)
             provenance += split_rows
+            per_seed.append(
+                _seed_row(seed, result.budgets[-1], averaged, truth, unjudged, split_totals)
+            )
+            per_seed[-1].update(
+                map_error=float(np.mean(mean - true_map)),
+                coverage=float(np.mean((lower <= true_map) & (true_map <= upper))),
+            )
             errors.append(float(np.mean(mean - true_map)))
             low.append(float(np.mean(mean < true_map)))
             half.append(float(np.mean((upper - lower) / 2)))
@@ -408,11 +501,13 @@ def main() -> None:
                     f"  {name:<10} {row[0]:5.0f} {row[1]:9.1f} / {row[2]:6.0f} "
                     f"{row[3]:9.1f} / {row[4]:6.0f} {row[5]:+.4f} {row[6]:+.4f} {row[7]:5.2f}"
                 )
+        summary["explored_error_spearman"] = _print_seeds(per_seed)
         out["rows"].append(
             {
                 "collection": collection,
                 "judged": judged_count,
                 "seeds": args.seeds,
+                "per_seed": per_seed,
                 "strata": {
                     kind: {
                         name: dict(

@@ -1,0 +1,76 @@
+"""The per-seed lines of ``benchmarks/pooling_check.py``: the quarters of the seeds by the
+relevant documents found among the explored ones, and Spearman's correlation of that share
+with the MAP error (against scipy)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def check_script() -> ModuleType:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    had_pooling = "pooling" in sys.modules  # the script imports benchmarks/pooling.py so
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "probrank_benchmark_pooling_check", ROOT / "benchmarks/pooling_check.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+        if not had_pooling:
+            sys.modules.pop("pooling", None)
+    return module
+
+
+def _rows(found: list[int], errors: list[float], coverage: list[float]) -> list[dict]:
+    return [
+        {
+            "seed": seed,
+            "explored": 100,
+            "explored_found": f,
+            "explored_expected": 20.0,
+            "unjudged_expected": 1000.0 + 10 * f,
+            "unjudged_true": 900.0,
+            "outside_estimated": 50.0,
+            "outside_true": 40.0,
+            "map_error": e,
+            "coverage": c,
+        }
+        for seed, (f, e, c) in enumerate(zip(found, errors, coverage, strict=True))
+    ]
+
+
+def test_quarters_and_correlation(check_script: ModuleType, capsys) -> None:
+    rng = np.random.default_rng(0)
+    found = [2, 9, 4, 7, 3, 8, 5, 6]
+    errors = list(-0.01 * np.array(found) + rng.normal(0, 0.004, len(found)))
+    coverage = [1.0, 0.1, 0.9, 0.5, 0.8, 0.2, 0.7, 0.6]
+    rho = check_script._print_seeds(_rows(found, errors, coverage))
+    assert rho == pytest.approx(spearmanr(np.array(found) / 100, errors).statistic)
+    assert rho < -0.8
+    out = capsys.readouterr().out
+    # 25% quantile of the found counts is 3.75: seeds that found 2 and 3 (coverage 1.0, 0.8)
+    assert "fewest relevant (2 seeds, 2-3 found): coverage 0.90" in out
+    # 75% quantile 7.25: seeds that found 8 and 9 (coverage 0.2, 0.1)
+    assert "most relevant (2 seeds, 8-9 found): coverage 0.15" in out
+    assert f"map_error: mean {np.mean(errors):+.4f}" in out
+    assert (
+        len([line for line in out.splitlines() if line.strip().startswith(tuple("01234567"))]) == 8
+    )
+
+
+def test_no_correlation_without_spread(check_script: ModuleType, capsys) -> None:
+    assert check_script._print_seeds(_rows([3, 5], [0.01, -0.01], [1.0, 0.5])) is None
+    assert check_script._print_seeds(_rows([4, 4, 4], [0.01, 0.0, -0.01], [1.0, 0.5, 0.2])) is None
