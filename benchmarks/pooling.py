@@ -23,8 +23,10 @@ Run: ``.venv/bin/python benchmarks/pooling.py [--collections dl2021 robust03] [-
 ...] [--budgets 1 2 5 10 20 30] [--seeds 5] [--quick] [--posterior laplace] [--cell-effects
 [--cell-scale 1] [--cell-smooth-scale S]] [--run-scale 50] [--topic-slope-scale 0.5]
 [--json-out FILE] [--figure PNG]``; ``--figure PNG --figure-from JSON...`` draws the figure
-from earlier runs' JSON (the card's: ``models/pooling/results/``). The JSON rows hold each
-seed's tau, RMSE and coverage under ``per_seed``.
+from earlier runs' JSON (the card's: ``models/pooling/results/``), and ``--coverage-from
+JSON...`` prints each row's coverage over its seeds (mean, standard error, seeds covering
+under half the runs). The JSON rows hold each seed's tau, RMSE and coverage under
+``per_seed``.
 """
 
 from __future__ import annotations
@@ -192,7 +194,21 @@ def main() -> None:
         metavar="JSON",
         help="draw --figure from these JSON outputs of earlier runs instead of running",
     )
+    parser.add_argument(
+        "--coverage-from",
+        nargs="+",
+        default=None,
+        metavar="JSON",
+        help="print each row's coverage over its seeds (mean, standard error, seeds under half "
+        "the runs) from these JSON outputs of earlier runs instead of running",
+    )
     args = parser.parse_args()
+    if args.coverage_from:
+        rows = [
+            row for path in args.coverage_from for row in json.loads(Path(path).read_text())["rows"]
+        ]
+        print_coverage(rows)
+        return
     if args.figure_from:
         if not args.figure:
             parser.error("--figure-from needs --figure")
@@ -285,6 +301,27 @@ def main() -> None:
     if args.figure:
         draw_figure(rows, args.figure)
     print(text)
+
+
+def print_coverage(rows: list[dict[str, Any]]) -> None:
+    """Per row with intervals: the seeds' mean coverage, its standard error (sd over the seeds
+    / sqrt(seeds)) and the seeds whose intervals cover under half the runs, beside tau and
+    RMSE of MAP."""
+    print(
+        f"{'collection':<10} {'strategy':<16} {'budget':>6} {'seeds':>5} {'coverage':>8} "
+        f"{'se':>6} {'under half':>10} {'tau_map':>8} {'rmse_map':>8}"
+    )
+    for row in rows:
+        coverage = np.array(row.get("per_seed", {}).get("coverage_map") or [], dtype=float)
+        if coverage.size == 0 or np.isnan(coverage).all():
+            continue
+        se = coverage.std(ddof=1) / np.sqrt(coverage.size) if coverage.size > 1 else float("nan")
+        under = int((coverage < 0.5).sum())
+        print(
+            f"{row['collection']:<10} {row['strategy']:<16} {row['budget']:>6} "
+            f"{coverage.size:>5} {coverage.mean():8.2f} {se:6.2f} {under:>10} "
+            f"{row['tau_map']:8.3f} {row['rmse_map']:8.4f}"
+        )
 
 
 def draw_figure(rows: list[dict[str, Any]], path: str) -> None:

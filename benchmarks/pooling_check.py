@@ -289,7 +289,7 @@ def _seed_row(
 ) -> dict[str, float]:
     """One seed's explored documents (judged, relevant found, expected when chosen), the
     unjudged relevant documents expected under the draws and true, and those outside the
-    pool estimated and true."""
+    pool estimated and true (the caller adds the MAP error and coverage)."""
     check = budget.explored
     return {
         "seed": seed,
@@ -431,17 +431,14 @@ def main() -> None:
             )
             unpooled.append(split_totals)
             provenance += split_rows
-            per_seed.append(
-                _seed_row(seed, result.budgets[-1], averaged, truth, unjudged, split_totals)
-            )
-            per_seed[-1].update(
-                map_error=float(np.mean(mean - true_map)),
-                coverage=float(np.mean((lower <= true_map) & (true_map <= upper))),
-            )
             errors.append(float(np.mean(mean - true_map)))
             low.append(float(np.mean(mean < true_map)))
             half.append(float(np.mean((upper - lower) / 2)))
             cover.append(float(np.mean((lower <= true_map) & (true_map <= upper))))
+            per_seed.append(
+                _seed_row(seed, result.budgets[-1], averaged, truth, unjudged, split_totals)
+                | {"map_error": errors[-1], "coverage": cover[-1]}
+            )
         judged_count = result.budgets[-1].judgements
         print(
             f"{collection}: {args.budget:g}% of the pool judged ({judged_count} documents), "

@@ -1,6 +1,7 @@
-"""The per-seed lines of ``benchmarks/pooling_check.py``: the quarters of the seeds by the
-relevant documents found among the explored ones, and Spearman's correlation of that share
-with the MAP error (against scipy)."""
+"""The per-seed summaries of the pooling benchmarks: ``benchmarks/pooling_check.py``'s quarters
+of the seeds by the relevant documents found among the explored ones and Spearman's
+correlation of that share with the MAP error (against scipy), and ``benchmarks/pooling.py
+--coverage-from``'s mean, standard error and seeds under half of the per-seed coverage."""
 
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ from scipy.stats import spearmanr
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def check_script() -> ModuleType:
+def _load_benchmark(name: str) -> ModuleType:
+    """``benchmarks/NAME.py`` as a module (it imports ``benchmarks/pooling.py`` as ``pooling``,
+    which is taken out of ``sys.modules`` again unless it was there)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    had_pooling = "pooling" in sys.modules  # the script imports benchmarks/pooling.py so
+    had_pooling = "pooling" in sys.modules
     try:
         spec = importlib.util.spec_from_file_location(
-            "probrank_benchmark_pooling_check", ROOT / "benchmarks/pooling_check.py"
+            f"probrank_benchmark_{name}", ROOT / f"benchmarks/{name}.py"
         )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
@@ -32,6 +34,11 @@ def check_script() -> ModuleType:
         if not had_pooling:
             sys.modules.pop("pooling", None)
     return module
+
+
+@pytest.fixture(scope="module")
+def check_script() -> ModuleType:
+    return _load_benchmark("pooling_check")
 
 
 def _rows(found: list[int], errors: list[float], coverage: list[float]) -> list[dict]:
@@ -74,3 +81,36 @@ def test_quarters_and_correlation(check_script: ModuleType, capsys) -> None:
 def test_no_correlation_without_spread(check_script: ModuleType, capsys) -> None:
     assert check_script._print_seeds(_rows([3, 5], [0.01, -0.01], [1.0, 0.5])) is None
     assert check_script._print_seeds(_rows([4, 4, 4], [0.01, 0.0, -0.01], [1.0, 0.5, 0.2])) is None
+
+
+def test_coverage_summary_of_earlier_runs(capsys) -> None:
+    """``benchmarks/pooling.py --coverage-from``: mean, standard error and seeds under half of
+    each row's per-seed coverage; rows without intervals are left out."""
+    pooling = _load_benchmark("pooling")
+    coverage = [1.0, 0.4, 0.9, 0.3]
+    rows = [
+        {
+            "collection": "dl2021",
+            "strategy": "bayesian",
+            "budget": "2%",
+            "tau_map": 0.9,
+            "rmse_map": 0.01,
+            "per_seed": {"coverage_map": coverage},
+        },
+        {
+            "collection": "dl2021",
+            "strategy": "mm-ns",
+            "budget": "2%",
+            "tau_map": 0.8,
+            "rmse_map": 0.1,
+            "per_seed": {"coverage_map": [None, None]},
+        },
+    ]
+    pooling.print_coverage(rows)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2  # header and the bayesian row
+    se = np.std(coverage, ddof=1) / 2
+    assert lines[1].split() == [
+        "dl2021", "bayesian", "2%", "4", f"{np.mean(coverage):.2f}", f"{se:.2f}", "2", "0.900",
+        "0.0100",
+    ]  # fmt: skip
