@@ -28,8 +28,12 @@ the pool, as DL 2021's, or were pooled from other runs, as Robust03's older topi
 6-8), with each stratum's share of the MAP error (``run_measures(topics=...)``; the shares add up to
 the error). Sums and means over seeds. Last, one line per seed: the explored documents (the
 uniformly drawn fifth of each batch) judged, the relevant found among them and the number the
-model expected when it chose them; the unjudged relevant documents expected under the draws and
-true; those outside the pool estimated and true; the MAP error and coverage; and Spearman's
+model expected when it chose them; the unjudged relevant documents expected at the MAP, under
+the draws (with the draws' 90% interval of that count) and true; those outside the pool estimated
+and true; the MAP error and coverage; then the seeds whose true count lies outside the draws'
+interval, the sd over the seeds of the count at the MAP beside the draws' own sd (is the
+posterior of the count as wide as the campaigns' spread?), and with ``--posterior nuts`` the
+chains' divergent transitions after warm-up; and Spearman's
 correlation over the seeds of the explored documents' share of relevant ones with the MAP error
 (how much one campaign's error follows the luck of its explored sample), with the spread of
 those columns over the seeds and the coverage of the quarters of seeds whose explored documents
@@ -84,14 +88,18 @@ def _depth_bins(pool: Any) -> tuple[np.ndarray, list[str]]:
     return bins, labels
 
 
-def _posterior_mean(model: Any, pool: Any, items: np.ndarray, draws: int) -> np.ndarray:
+def _posterior_mean(
+    model: Any, pool: Any, items: np.ndarray, draws: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Each item's P(relevant) averaged over ``draws`` posterior draws (seed 0: the same draws
-    for every chunk of items), `len(items)`."""
-    means = [
-        model.posterior(pool.ranks[:, chunk], pool.item_topic[chunk], draws, seed=0).mean(axis=0)
-        for chunk in np.array_split(items, max(1, len(items) // 5000))
-    ]
-    return np.concatenate(means) if means else np.zeros(0)
+    for every chunk of items), `len(items)`, and each draw's sum of P(relevant) over the items
+    (the relevant items that draw expects), `draws`."""
+    means, totals = [], np.zeros(draws)
+    for chunk in np.array_split(items, max(1, len(items) // 5000)):
+        probs = model.posterior(pool.ranks[:, chunk], pool.item_topic[chunk], draws, seed=0)
+        means.append(probs.mean(axis=0))
+        totals += probs.sum(axis=1)
+    return (np.concatenate(means) if means else np.zeros(0)), totals
 
 
 P_EDGES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 1.0)
@@ -289,7 +297,7 @@ def _seed_row(
 ) -> dict[str, float]:
     """One seed's explored documents (judged, relevant found, expected when chosen), the
     unjudged relevant documents expected under the draws and true, and those outside the
-    pool estimated and true (the caller adds the MAP error and coverage)."""
+    pool estimated and true (the caller adds the count check, the MAP error and coverage)."""
     check = budget.explored
     return {
         "seed": seed,
@@ -303,6 +311,45 @@ def _seed_row(
     }
 
 
+def _count_check(
+    at_map: float, draw_totals: np.ndarray, divergences: int | None
+) -> dict[str, float]:
+    """The unjudged relevant documents expected at the MAP, the 5% and 95% quantiles and the sd
+    of those the posterior draws expect (``draw_totals``, `s`), and the NUTS chain's divergent
+    transitions (-1 without a chain)."""
+    low, high = np.quantile(draw_totals, [0.05, 0.95])
+    return {
+        "unjudged_map": float(at_map),
+        "unjudged_low": float(low),
+        "unjudged_high": float(high),
+        "unjudged_sd": float(draw_totals.std(ddof=1)),
+        "divergences": -1 if divergences is None else int(divergences),
+    }
+
+
+def _print_counts(rows: list[dict[str, float]]) -> None:
+    """How well the posterior knows the unjudged relevant count: the seeds whose true count lies
+    outside the draws' 90% interval of it (too low: the draws expect more), and the sd over the
+    seeds of the count at the MAP against the draws' own sd (the seed mean)."""
+    true = np.array([r["unjudged_true"] for r in rows])
+    above = sum(r["unjudged_low"] > t for r, t in zip(rows, true, strict=True))
+    below = sum(r["unjudged_high"] < t for r, t in zip(rows, true, strict=True))
+    at_map = np.array([r["unjudged_map"] for r in rows])
+    spread = at_map.std(ddof=1) if len(rows) > 1 else 0.0
+    print(
+        f"  unjudged relevant: the true count lies outside the draws' 90% interval in "
+        f"{above + below} of {len(rows)} seeds ({above} with the interval above it, {below} "
+        f"below); the count at the MAP varies over the seeds with sd {spread:.0f}, the draws' "
+        f"own sd is {np.mean([r['unjudged_sd'] for r in rows]):.0f} (seed mean)"
+    )
+    divergences = [r["divergences"] for r in rows if r["divergences"] >= 0]
+    if divergences:
+        print(
+            f"  NUTS divergent transitions after warm-up: {sum(divergences)} in all, "
+            f"{sum(d > 0 for d in divergences)} of {len(divergences)} chains with any"
+        )
+
+
 def _print_seeds(rows: list[dict[str, float]]) -> float | None:
     """Print one line per seed, the mean, sd and range over the seeds of the explored relevant
     found, the unjudged and outside relevant estimated and the MAP error, the coverage and
@@ -312,17 +359,21 @@ def _print_seeds(rows: list[dict[str, float]]) -> float | None:
     seeds)."""
     print(
         f"  {'seed':>4} {'explored: found / judged (expected)':>36} "
-        f"{'unjudged rel.: draws / true':>28} {'outside: est. / true':>21} "
+        f"{'unjudged rel.: MAP / draws [5-95%] / true':>42} {'outside: est. / true':>21} "
         f"{'MAP error':>9} {'coverage':>8}"
     )
     for r in rows:
         explored = f"{r['explored_found']} / {r['explored']} ({r['explored_expected']:.1f})"
-        unjudged = f"{r['unjudged_expected']:.0f} / {r['unjudged_true']:.0f}"
+        unjudged = (
+            f"{r['unjudged_map']:.0f} / {r['unjudged_expected']:.0f} "
+            f"[{r['unjudged_low']:.0f}-{r['unjudged_high']:.0f}] / {r['unjudged_true']:.0f}"
+        )
         outside = f"{r['outside_estimated']:.0f} / {r['outside_true']:.0f}"
         print(
-            f"  {r['seed']:>4} {explored:>36} {unjudged:>28} {outside:>21} "
+            f"  {r['seed']:>4} {explored:>36} {unjudged:>42} {outside:>21} "
             f"{r['map_error']:+9.4f} {r['coverage']:8.2f}"
         )
+    _print_counts(rows)
     for key in ("explored_found", "unjudged_expected", "outside_estimated", "map_error"):
         values = np.array([r[key] for r in rows])
         sd = values.std(ddof=1) if len(values) > 1 else 0.0
@@ -397,7 +448,7 @@ def main() -> None:
             unjudged = ~judged.judged
             reference = _reference_strata(pool, qrels)
             averaged = np.zeros(pool.num_items)
-            averaged[unjudged] = _posterior_mean(
+            averaged[unjudged], draw_totals = _posterior_mean(
                 model, pool, np.flatnonzero(unjudged), strategy.estimate_samples
             )
             strata = {
@@ -437,6 +488,7 @@ def main() -> None:
             cover.append(float(np.mean((lower <= true_map) & (true_map <= upper))))
             per_seed.append(
                 _seed_row(seed, result.budgets[-1], averaged, truth, unjudged, split_totals)
+                | _count_check(expected[unjudged].sum(), draw_totals, model.mcmc_divergences)
                 | {"map_error": errors[-1], "coverage": cover[-1]}
             )
         judged_count = result.budgets[-1].judgements

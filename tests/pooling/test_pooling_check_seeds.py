@@ -49,6 +49,11 @@ def _rows(found: list[int], errors: list[float], coverage: list[float]) -> list[
             "explored_found": f,
             "explored_expected": 20.0,
             "unjudged_expected": 1000.0 + 10 * f,
+            "unjudged_map": 950.0 + 10 * f,
+            "unjudged_low": 800.0 + 10 * f,
+            "unjudged_high": 1200.0 + 10 * f,
+            "unjudged_sd": 120.0,
+            "divergences": -1,
             "unjudged_true": 900.0,
             "outside_estimated": 50.0,
             "outside_true": 40.0,
@@ -81,6 +86,34 @@ def test_quarters_and_correlation(check_script: ModuleType, capsys) -> None:
 def test_no_correlation_without_spread(check_script: ModuleType, capsys) -> None:
     assert check_script._print_seeds(_rows([3, 5], [0.01, -0.01], [1.0, 0.5])) is None
     assert check_script._print_seeds(_rows([4, 4, 4], [0.01, 0.0, -0.01], [1.0, 0.5, 0.2])) is None
+
+
+def test_unjudged_count_check(check_script: ModuleType, capsys) -> None:
+    """The seeds whose true unjudged count is outside the draws' 90% interval, counted by side,
+    and the spread of the count at the MAP against the draws' sd."""
+    draws = np.random.default_rng(1).normal(1000.0, 50.0, 4000)
+    row = check_script._count_check(980.0, draws, None)
+    assert row["unjudged_low"] == pytest.approx(np.quantile(draws, 0.05))
+    assert row["unjudged_high"] == pytest.approx(np.quantile(draws, 0.95))
+    assert row["unjudged_sd"] == pytest.approx(np.std(draws, ddof=1))
+    assert row["divergences"] == -1
+    assert check_script._count_check(980.0, draws, 3)["divergences"] == 3
+    rows = _rows([2, 9, 4, 7], [0.0] * 4, [1.0] * 4)
+    # intervals [800 + 10 f, 1200 + 10 f] against the true 900: seeds with f = 2, 4, 7 hold it,
+    # f = 9 (890-1290) holds it; move two of them off on either side
+    rows[0]["unjudged_true"] = 700.0  # below the interval: the interval lies above the truth
+    rows[1]["unjudged_true"] = 1400.0  # above it
+    for r, d in zip(rows, [0, 2, -1, 0], strict=True):
+        r["divergences"] = d
+    check_script._print_counts(rows)
+    out = capsys.readouterr().out
+    at_map = np.std([950.0 + 10 * f for f in (2, 9, 4, 7)], ddof=1)
+    assert (
+        "outside the draws' 90% interval in 2 of 4 seeds (1 with the interval above it, 1 below)"
+        in out
+    )
+    assert f"varies over the seeds with sd {at_map:.0f}, the draws' own sd is 120" in out
+    assert "2 in all, 1 of 3 chains with any" in out
 
 
 def test_coverage_summary_of_earlier_runs(capsys) -> None:
