@@ -21,12 +21,12 @@ seeds. Prints a table, then one JSON object.
 
 Run: ``.venv/bin/python benchmarks/pooling.py [--collections dl2021 robust03] [--strategies
 ...] [--budgets 1 2 5 10 20 30] [--seeds 5] [--quick] [--posterior laplace] [--cell-effects
-[--cell-scale 1] [--cell-smooth-scale S]] [--run-scale 50] [--topic-slope-scale 0.5]
-[--json-out FILE] [--figure PNG]``; ``--figure PNG --figure-from JSON...`` draws the figure
-from earlier runs' JSON (the card's: ``models/pooling/results/``), and ``--coverage-from
-JSON...`` prints each row's coverage over its seeds (mean, standard error, seeds covering
-under half the runs). The JSON rows hold each seed's tau, RMSE and coverage under
-``per_seed``.
+[--cell-scale 1] [--cell-smooth-scale S] [--cell-rank-only]] [--run-scale 50]
+[--topic-slope-scale 0.5] [--json-out FILE] [--figure PNG]``; ``--figure PNG --figure-from
+JSON...`` draws the figure from earlier runs' JSON (the card's:
+``models/pooling/results/``), and ``--coverage-from JSON...`` prints each row's coverage over
+its seeds (mean, standard error, seeds covering under half the runs). The JSON rows hold each
+seed's tau, RMSE and coverage under ``per_seed``.
 """
 
 from __future__ import annotations
@@ -76,6 +76,11 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--cell-scale", type=float, default=defaults.cell_scale, help="prior sd of a cell"
+    )
+    parser.add_argument(
+        "--cell-rank-only",
+        action="store_true",
+        help="cells by the best rank alone, not by the runs ranking too (cell_counts=False)",
     )
     parser.add_argument(
         "--cell-smooth-scale",
@@ -132,6 +137,7 @@ def model_settings(args: argparse.Namespace) -> PoolingModelSettings:
         cell_effects=args.cell_effects,
         cell_scale=args.cell_scale,
         cell_smooth_scale=args.cell_smooth_scale,
+        cell_counts=not args.cell_rank_only,
         run_scale=args.run_scale,
         retrieved_scale=args.run_scale,
         topic_slope_scale=args.topic_slope_scale,
@@ -286,6 +292,7 @@ def main() -> None:
             "cell_effects": args.cell_effects,
             "cell_scale": args.cell_scale,
             "cell_smooth_scale": args.cell_smooth_scale,
+            "cell_counts": not args.cell_rank_only,
             "run_scale": args.run_scale,
             "topic_slope_scale": args.topic_slope_scale,
             "unpooled_doublings": args.unpooled_doublings,

@@ -41,7 +41,8 @@ held the fewest and the most relevant ones. Prints the tables,
 then one JSON object (``per_seed`` holds the seed lines).
 
 Run: ``.venv/bin/python benchmarks/pooling_check.py [--collections dl2021 robust03]
-[--budget 5] [--seeds 1] [--cell-effects [--cell-scale 1] [--cell-smooth-scale S]]
+[--budget 5] [--seeds 1] [--cell-effects [--cell-scale 1] [--cell-smooth-scale S]
+[--cell-rank-only]]
 [--run-scale 50] [--topic-slope-scale 0.5] [--unpooled-window 1]`` (the relevance model's
 and the strategy's options as in ``benchmarks/pooling.py``).
 """
@@ -426,6 +427,7 @@ def main() -> None:
             "cell_effects": args.cell_effects,
             "cell_scale": args.cell_scale,
             "cell_smooth_scale": args.cell_smooth_scale,
+            "cell_counts": not args.cell_rank_only,
             "run_scale": args.run_scale,
             "topic_slope_scale": args.topic_slope_scale,
         },

@@ -83,6 +83,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="with --cell-effects: prior sd of adjacent cells' difference (default: independent)",
     )
     parser.add_argument(
+        "--cell-rank-only",
+        action="store_true",
+        help="with --cell-effects: cells by the best rank alone, not by the runs ranking a "
+        "document too (PoolingModelSettings.cell_counts false; with --cell-smooth-scale 0.3 "
+        "the setting that covered TREC DL 2021 at every budget, models/pooling/README.md)",
+    )
+    parser.add_argument(
         "--unpooled-window",
         type=at_least(1, "a positive integer", maximum=64),
         default=None,
@@ -95,13 +102,16 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def _strategy(args: argparse.Namespace) -> Strategy:
     """The strategy of ``--strategy``, with the relevance model's options (``--posterior``,
-    ``--cell-effects``, ``--cell-smooth-scale``) and ``--unpooled-window`` for ``bayesian``."""
+    ``--cell-effects``, ``--cell-smooth-scale``, ``--cell-rank-only``) and
+    ``--unpooled-window`` for ``bayesian``."""
     from dataclasses import replace
 
     from probrank.pooling.strategies import Bayesian, StrategyName, make_strategy
 
     if args.cell_smooth_scale is not None and not args.cell_effects:
         raise InputDataError("--cell-smooth-scale needs --cell-effects")
+    if args.cell_rank_only and not args.cell_effects:
+        raise InputDataError("--cell-rank-only needs --cell-effects")
     given = [
         option
         for option, value in (
@@ -123,6 +133,7 @@ def _strategy(args: argparse.Namespace) -> Strategy:
         posterior=args.posterior or defaults.model.posterior,
         cell_effects=args.cell_effects,
         cell_smooth_scale=args.cell_smooth_scale,
+        cell_counts=not args.cell_rank_only,
     )
     window = args.unpooled_window or defaults.unpooled_window  # a given window is >= 1
     return replace(defaults, model=settings, unpooled_window=window)

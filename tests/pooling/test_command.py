@@ -82,6 +82,7 @@ def test_next_prints_documents(files, capsys) -> None:
         (["--budget", "lots"], "budget must be"),
         (["--budget", "5%", "--strategy", "mm-ns", "--cell-effects"], "of the bayesian strategy"),
         (["--budget", "5%", "--cell-smooth-scale", "0.3"], "needs --cell-effects"),
+        (["--budget", "5%", "--cell-rank-only"], "--cell-rank-only needs --cell-effects"),
         (["--budget", "5%", "--strategy", "depth-k", "--posterior", "nuts"], "bayesian strategy"),
         (["--budget", "5%", "--posterior", "exact"], "invalid choice"),
         (["--budget", "5%", "--cell-effects", "--cell-smooth-scale", "-1"], "cell-smooth-scale"),
@@ -126,13 +127,16 @@ def test_cell_effects_reach_the_relevance_model(files, capsys, monkeypatch) -> N
     assert main([*argv, "--cell-effects", "--cell-smooth-scale", "0.3", "-o", str(tmp / "c")]) == 0
     settings = seen[0].model
     assert settings.cell_effects and settings.cell_smooth_scale == 0.3
-    assert settings.posterior.value == "laplace"
+    assert settings.posterior.value == "laplace" and settings.cell_counts
     estimates = json.loads((tmp / "c" / "estimates.json").read_text())
     entry = estimates["budgets"][0]["runs"]["run0.run"]["map"]
     assert entry["lower"] <= entry["mean"] <= entry["upper"]
     capsys.readouterr()
     code = main(["pool", "next", *runs, "--cell-effects", "-k", "4", "--pool-depth", "20"])
     assert code == 0 and len(capsys.readouterr().out.splitlines()) == 4
+    rank_only = ["--cell-effects", "--cell-smooth-scale", "0.3", "--cell-rank-only"]
+    assert main([*argv, *rank_only, "-o", str(tmp / "r")]) == 0
+    assert seen[-1].model.cell_effects and not seen[-1].model.cell_counts
     assert seen[0].unpooled_window == 1
     assert main([*argv, "--posterior", "nuts", "-o", str(tmp / "n")]) == 0
     assert seen[-1].model.posterior.value == "nuts" and not seen[-1].model.cell_effects

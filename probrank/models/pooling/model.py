@@ -9,7 +9,8 @@ log k_r(d)``
 
 over the ``R`` runs (with ``cell_effects`` on, plus ``g[cell(d)]``: one effect per cell of a
 grid of (best rank of ``d`` over the runs, by doubling of the depth) x (number of runs
-ranking ``d``, by doubling), shared by the topics; :meth:`PoolingRelevanceModel.cell_index`),
+ranking ``d``, by doubling; with ``cell_counts=False`` by the best rank alone), shared by the
+topics; :meth:`PoolingRelevanceModel.cell_index`),
 so each run has a logistic rank-relevance curve in log-rank (its
 deviation from the common curve of the fused evidence), a document's runs combine through the
 log of their mean evidence (a run that does not rank it adds 0), and runs and topics are
@@ -128,12 +129,14 @@ class PoolingRelevanceModel:
         return np.vstack([fused, share])
 
     @staticmethod
-    def cell_grid(num_runs: int, depth: int) -> tuple[list[str], list[str]]:
+    def cell_grid(num_runs: int, depth: int, *, counts: bool = True) -> tuple[list[str], list[str]]:
         """The labels of the cell grid's rows and columns.
 
         Rows: the best rank over the runs by doubling of the depth (``1``, ``2``, ``3-4``,
         ``5-8``, ..., the last ending at ``depth``); columns: the number of runs ranking the
-        item by doubling (``1``, ``2``, ``3-4``, ..., the last ending at ``num_runs``).
+        item by doubling (``1``, ``2``, ``3-4``, ..., the last ending at ``num_runs``), or with
+        ``counts=False`` one column, ``"any"`` (an effect of the best rank alone;
+        :attr:`~probrank.models.pooling.settings.PoolingModelSettings.cell_counts`).
 
         Returns:
             ``(depth_labels, count_labels)``, of `num_depth_bins` and `num_count_bins`.
@@ -143,6 +146,8 @@ class PoolingRelevanceModel:
         for j in range(rows):
             low, high = (1 if j == 0 else 2 ** (j - 1) + 1), min(2**j, depth)
             depth_labels.append(str(low) if low == high else f"{low}-{high}")
+        if not counts:
+            return depth_labels, ["any"]
         edges = _count_edges(num_runs)
         count_labels = [
             str(high) if low + 1 == high else f"{low + 1}-{high}"
@@ -151,27 +156,39 @@ class PoolingRelevanceModel:
         return depth_labels, count_labels
 
     @staticmethod
-    def cell_index(ranks: np.ndarray, depth: int) -> np.ndarray:
+    def cell_index(ranks: np.ndarray, depth: int, *, counts: bool = True) -> np.ndarray:
         """Each item's cell of the grid (:meth:`cell_grid`), row-major, `n` int64.
 
         Args:
             ranks: 1-based ranks, 0 where unranked, `num_runs x n` (an item no run ranks
                 falls in the deepest row and the first column).
             depth: The pool depth ``D``.
+            counts: Columns by the number of runs ranking the item (False: one column, so
+                the index is the row).
         """
         num_runs = ranks.shape[0]
         rows = int(np.ceil(np.log2(depth))) + 1 if depth > 1 else 1
         best = np.where(ranks > 0, ranks, depth).min(axis=0) if num_runs else np.zeros(0)
         row = np.minimum(np.ceil(np.log2(np.maximum(best, 1))).astype(np.int64), rows - 1)
+        if not counts:
+            return row
         edges = np.asarray(_count_edges(num_runs))
         count = np.maximum((ranks > 0).sum(axis=0), 1)
         column = np.searchsorted(edges, count, side="left") - 1
         return row * (len(edges) - 1) + column
 
+    def _grid(self, num_runs: int, depth: int) -> tuple[list[str], list[str]]:
+        """:meth:`cell_grid` of this model's settings (``cell_counts``)."""
+        return self.cell_grid(num_runs, depth, counts=self.settings.cell_counts)
+
+    def _cell_of(self, ranks: np.ndarray, depth: int) -> np.ndarray:
+        """:meth:`cell_index` of this model's settings (``cell_counts``)."""
+        return self.cell_index(ranks, depth, counts=self.settings.cell_counts)
+
     def _num_cells(self, num_runs: int, depth: int) -> int:
         if not self.settings.cell_effects:
             return 0
-        depth_labels, count_labels = self.cell_grid(num_runs, depth)
+        depth_labels, count_labels = self._grid(num_runs, depth)
         return len(depth_labels) * len(count_labels)
 
     def _num_parameters(self, num_runs: int, num_topics: int, depth: int) -> int:
@@ -189,7 +206,7 @@ class PoolingRelevanceModel:
         cells = self._num_cells(num_runs, depth)
         if cells:
             cell = np.zeros((len(topics), cells))
-            cell[np.arange(len(topics)), self.cell_index(ranks, depth)] = 1.0
+            cell[np.arange(len(topics)), self._cell_of(ranks, depth)] = 1.0
             blocks.append(cell)
         return np.hstack(blocks)
 
@@ -234,7 +251,7 @@ class PoolingRelevanceModel:
         ``cell_smooth_scale``, ``(D_r^T D_r + D_c^T D_c) / cell_smooth_scale^2`` (first
         differences of adjacent rows and columns of the grid), `num_cells x num_cells`."""
         s = self.settings
-        depth_labels, count_labels = self.cell_grid(num_runs, depth)
+        depth_labels, count_labels = self._grid(num_runs, depth)
         rows, columns = len(depth_labels), len(count_labels)
         precision = np.eye(rows * columns) / s.cell_scale**2
         if s.cell_smooth_scale is not None:
@@ -467,7 +484,7 @@ class PoolingRelevanceModel:
         cells = self._num_cells(num_runs, depth)
         if cells:
             base = 2 * num_runs + 2 * num_topics + 5
-            out = out + params[:, base : base + cells][:, self.cell_index(ranks, depth)]
+            out = out + params[:, base : base + cells][:, self._cell_of(ranks, depth)]
         return out[0] if single else out
 
     def predict(self, ranks: np.ndarray, topics: np.ndarray) -> np.ndarray:
@@ -592,7 +609,7 @@ class PoolingRelevanceModel:
         draws = self.sample_parameters(num_samples or self.settings.num_samples, rng)
         dims: dict[str, list[str]] = {"w": ["run"], "c": ["run"]}
         dims |= {"a": ["topic"], "b1_topic": ["topic"]}
-        depth_labels, count_labels = self.cell_grid(num_runs, depth)
+        depth_labels, count_labels = self._grid(num_runs, depth)
         if self.settings.cell_effects:
             dims["cell"] = ["best_rank", "runs_ranking"]
         posterior: dict[str, np.ndarray] = {}

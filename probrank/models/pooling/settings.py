@@ -82,6 +82,9 @@ class PoolingModelSettings:
             the difference of two adjacent cells (a first-order Gaussian Markov random field
             over the grid, on top of ``cell_scale``), so sparse cells borrow from their
             neighbours.
+        cell_counts: With ``cell_effects``: the grid's columns by the number of runs ranking
+            the document (True) or a single column (False: an effect of the best rank alone,
+            by doubling of the depth, 8 cells at depth 100; models/pooling/README.md).
     """
 
     run_scale: float = 50.0
@@ -103,6 +106,7 @@ class PoolingModelSettings:
     cell_effects: bool = False
     cell_scale: float = 1.0
     cell_smooth_scale: float | None = None
+    cell_counts: bool = True
 
     def __post_init__(self) -> None:
         set_enum(self, "posterior", PoolingPosterior)
@@ -120,8 +124,9 @@ class PoolingModelSettings:
             check_positive(name, getattr(self, name))
         if self.cell_smooth_scale is not None:
             check_positive("cell_smooth_scale", self.cell_smooth_scale)
-        if not isinstance(self.cell_effects, bool):
-            raise InputDataError(f"cell_effects must be true or false, got {self.cell_effects!r}")
+        for name in ("cell_effects", "cell_counts"):
+            if not isinstance(getattr(self, name), bool):
+                raise InputDataError(f"{name} must be true or false, got {getattr(self, name)!r}")
         check_positive_int("max_iterations", self.max_iterations)
         check_positive_int("num_samples", self.num_samples)
         check_positive_int("importance_draws", self.importance_draws)

@@ -83,18 +83,34 @@ def test_grid_labels_and_cells_match_a_loop_reference() -> None:
         )
 
 
-@pytest.mark.parametrize("smooth", [None, 0.5])
-def test_design_logits_gradient_and_hessian_agree_with_cells(smooth) -> None:
+def test_rank_only_grid_is_the_rows_of_the_full_grid() -> None:
+    """``cell_counts=False``: one column, and each item's cell is its row of the full grid."""
+    rows, columns = PoolingRelevanceModel.cell_grid(17, 100, counts=False)
+    assert rows == PoolingRelevanceModel.cell_grid(17, 100)[0] and columns == ["any"]
+    rng = np.random.default_rng(11)
+    ranks = np.where(rng.random((17, 500)) < 0.3, rng.integers(1, 101, (17, 500)), 0)
+    ranks[0, ranks.max(axis=0) == 0] = 100
+    full_columns = len(PoolingRelevanceModel.cell_grid(17, 100)[1])
+    np.testing.assert_array_equal(
+        PoolingRelevanceModel.cell_index(ranks, 100, counts=False),
+        _reference_cell(ranks, 100) // full_columns,
+    )
+
+
+@pytest.mark.parametrize(("smooth", "counts"), [(None, True), (0.5, True), (0.5, False)])
+def test_design_logits_gradient_and_hessian_agree_with_cells(smooth, counts) -> None:
     ranks, topics = _pool(0, n=300)
     rng = np.random.default_rng(1)
     labels = (rng.random(300) < 0.3).astype(float)
-    settings = PoolingModelSettings(cell_effects=True, cell_smooth_scale=smooth, run_scale=3.0)
+    settings = PoolingModelSettings(
+        cell_effects=True, cell_smooth_scale=smooth, run_scale=3.0, cell_counts=counts
+    )
     model = PoolingRelevanceModel(settings).fit(
         ranks, topics, labels, num_topics=TOPICS, depth=DEPTH
     )
     design = model._design(ranks, topics, DEPTH)
     precision = model._prior_precision(RUNS, TOPICS, DEPTH)
-    size = 2 * RUNS + 2 * TOPICS + 5 + 6 * 4
+    size = 2 * RUNS + 2 * TOPICS + 5 + (6 * 4 if counts else 6)
     assert design.shape == (300, size) and precision.shape == (size, size)
     theta = rng.normal(0.0, 0.7, size)
     # the Newton fit's linear predictor is the logits the model predicts and samples with
@@ -122,6 +138,16 @@ def test_cell_prior_is_independent_cells_plus_neighbour_differences() -> None:
     base = 2 * RUNS + 2 * TOPICS + 5
     np.testing.assert_array_equal(full[base:, base:], precision)
     assert not np.any(full[:base, base:])
+
+
+def test_rank_only_prior_is_a_random_walk_over_the_best_rank() -> None:
+    settings = PoolingModelSettings(
+        cell_effects=True, cell_scale=0.8, cell_smooth_scale=0.3, cell_counts=False
+    )
+    precision = PoolingRelevanceModel(settings)._cell_precision(RUNS, DEPTH)
+    g = np.random.default_rng(3).normal(size=6)  # one effect per doubling of the best rank
+    quadratic = (g**2).sum() / 0.8**2 + (np.diff(g) ** 2).sum() / 0.3**2
+    np.testing.assert_allclose(g @ precision @ g, quadratic, rtol=1e-12)
 
 
 def test_cells_off_keeps_the_old_layout_and_cells_held_at_zero_give_its_fit() -> None:
@@ -209,6 +235,23 @@ def test_save_load_and_arviz_with_cells(tmp_path) -> None:
         PoolingRelevanceModel.load(folder)
 
 
+def test_save_load_and_arviz_with_rank_only_cells(tmp_path) -> None:
+    ranks, topics = _pool(12, n=600)
+    labels = (np.random.default_rng(13).random(600) < 0.3).astype(float)
+    settings = PoolingModelSettings(
+        cell_effects=True, cell_smooth_scale=0.3, cell_counts=False, num_samples=16
+    )
+    model = PoolingRelevanceModel(settings).fit(
+        ranks, topics, labels, num_topics=TOPICS, depth=DEPTH
+    )
+    loaded = PoolingRelevanceModel.load(model.save(tmp_path / "model"))
+    assert loaded.settings == settings and loaded.settings.cell_counts is False
+    np.testing.assert_array_equal(loaded.predict(ranks, topics), model.predict(ranks, topics))
+    posterior = _arviz.get_group(loaded.to_inference_data(seed=1), "posterior")
+    assert posterior["cell"].shape == (1, 16, 6, 1)
+    assert list(posterior["runs_ranking"].values) == ["any"]
+
+
 def test_refit_with_cells_turned_on_restarts_from_zero() -> None:
     ranks, topics = _pool(9, n=500)
     labels = (np.random.default_rng(10).random(500) < 0.3).astype(float)
@@ -230,3 +273,5 @@ def test_cell_settings_validate() -> None:
         PoolingModelSettings(cell_smooth_scale=-1.0)
     with pytest.raises(InputDataError, match="cell_effects"):
         PoolingModelSettings(cell_effects="yes")  # type: ignore[arg-type]
+    with pytest.raises(InputDataError, match="cell_counts"):
+        PoolingModelSettings(cell_counts="no")  # type: ignore[arg-type]
