@@ -120,6 +120,29 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(flag, type=kind, default=default, help=text)
 
 
+def check_model_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse model options that only make sense with ``--cell-effects`` without it (one line,
+    exit 2, as ``probrank pool simulate`` does)."""
+    for option in ("cell_rank_only", "cell_smooth_scale"):
+        if getattr(args, option) not in (None, False) and not args.cell_effects:
+            parser.error(f"--{option.replace('_', '-')} needs --cell-effects")
+
+
+def read_rows(parser: argparse.ArgumentParser, paths: list[str]) -> list[dict[str, Any]]:
+    """The rows of earlier runs' JSON outputs; one line and exit 2 for a file that is missing,
+    not JSON or holds no rows."""
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            found = json.loads(Path(path).read_text())["rows"]
+            if not isinstance(found, list):
+                raise TypeError("rows is not a list")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            parser.error(f"cannot read the rows of {path}: {exc}")
+        rows.extend(found)
+    return rows
+
+
 def bayesian_strategy(args: argparse.Namespace) -> Bayesian:
     """The ``bayesian`` strategy with :func:`add_model_arguments`' options."""
     return Bayesian(
@@ -209,19 +232,14 @@ def main() -> None:
         "the runs) from these JSON outputs of earlier runs instead of running",
     )
     args = parser.parse_args()
+    check_model_arguments(parser, args)
     if args.coverage_from:
-        rows = [
-            row for path in args.coverage_from for row in json.loads(Path(path).read_text())["rows"]
-        ]
-        print_coverage(rows)
+        print_coverage(read_rows(parser, args.coverage_from))
         return
     if args.figure_from:
         if not args.figure:
             parser.error("--figure-from needs --figure")
-        rows = [
-            row for path in args.figure_from for row in json.loads(Path(path).read_text())["rows"]
-        ]
-        draw_figure(rows, args.figure)
+        draw_figure(read_rows(parser, args.figure_from), args.figure)
         print(f"wrote {args.figure}")
         return
     if args.quick:

@@ -61,7 +61,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pooling import COLLECTIONS, _load, add_model_arguments, bayesian_strategy, model_settings
+from pooling import (
+    COLLECTIONS,
+    _load,
+    add_model_arguments,
+    bayesian_strategy,
+    check_model_arguments,
+    model_settings,
+)
 
 from probrank.pooling.measures import ideal_dcg, run_measures
 from probrank.pooling.pool import Judgements
@@ -417,6 +424,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=1, help="seeds 0 .. SEEDS-1")
     add_model_arguments(parser)
     args = parser.parse_args()
+    check_model_arguments(parser, args)
     settings = model_settings(args)
     strategy = bayesian_strategy(args)
     out: dict[str, Any] = {

@@ -99,8 +99,8 @@ def test_unjudged_count_check(check_script: ModuleType, capsys) -> None:
     assert row["divergences"] == -1
     assert check_script._count_check(980.0, draws, 3)["divergences"] == 3
     rows = _rows([2, 9, 4, 7], [0.0] * 4, [1.0] * 4)
-    # intervals [800 + 10 f, 1200 + 10 f] against the true 900: seeds with f = 2, 4, 7 hold it,
-    # f = 9 (890-1290) holds it; move two of them off on either side
+    # intervals [800 + 10 f, 1200 + 10 f] all hold the true 900; move two seeds' truth off,
+    # one to either side
     rows[0]["unjudged_true"] = 700.0  # below the interval: the interval lies above the truth
     rows[1]["unjudged_true"] = 1400.0  # above it
     for r, d in zip(rows, [0, 2, -1, 0], strict=True):
@@ -147,3 +147,31 @@ def test_coverage_summary_of_earlier_runs(capsys) -> None:
         "dl2021", "bayesian", "2%", "4", f"{np.mean(coverage):.2f}", f"{se:.2f}", "2", "0.900",
         "0.0100",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--coverage-from", "missing.json"], "cannot read the rows of missing.json"),
+        (["--coverage-from", "bad.json"], "cannot read the rows of bad.json"),
+        (["--coverage-from", "norows.json"], "cannot read the rows of norows.json"),
+        (["--figure", "f.png", "--figure-from", "bad.json"], "cannot read the rows of bad.json"),
+        (["--cell-rank-only"], "--cell-rank-only needs --cell-effects"),
+        (["--cell-smooth-scale", "0.3"], "--cell-smooth-scale needs --cell-effects"),
+    ],
+)
+def test_benchmark_bad_input_is_one_line(tmp_path, monkeypatch, capsys, argv, message) -> None:
+    """``benchmarks/pooling.py``: unreadable earlier outputs and cell options without
+    ``--cell-effects`` end in argparse's usage and one error line, exit 2, before anything runs
+    or is written."""
+    pooling = _load_benchmark("pooling")
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "norows.json").write_text('{"benchmark": "pooling"}')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["pooling.py", *argv])
+    with pytest.raises(SystemExit) as exit_:
+        pooling.main()
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("pooling.py: error:") and message in err[-1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "norows.json"]
